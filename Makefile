@@ -1,0 +1,71 @@
+# sandbox-agent: one command each for the demo and the tests; each does its own set-up.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+UV ?= $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
+PY := .venv/bin/python
+RUNS ?= 100
+PYTEST_ARGS ?=
+
+export DOCKER_API_VERSION := 1.41
+
+.PHONY: help setup venv docker image image-online demo test check fmt bench stress \
+        adversarial-report live-smoke clean
+
+help:
+	@echo "make demo    run the paginator demonstration end to end (sets everything up)"
+	@echo "make test    the whole suite, Docker tests included (sets everything up)"
+	@echo "make check   ruff, ruff format --check, mypy --strict"
+	@echo "make image   build the runner image locally (debootstrap + docker import)"
+	@echo "make bench   benchmarks: ratios measured side by side"
+	@echo "make stress  sandbox lifecycle stress (RUNS=N)"
+
+# uv itself: PyPI is reachable, so a missing uv is installed from there.
+$(UV):
+	python3 -m pip install --quiet --user uv || python3 -m pip install --quiet uv
+
+venv: .venv/.synced
+.venv/.synced: pyproject.toml uv.lock | $(UV)
+	$(UV) sync --frozen --quiet
+	@touch $@
+
+docker:
+	@bash scripts/ensure-docker.sh
+
+image: venv docker
+	@$(PY) -m sandbox_agent.hostsetup.image ensure
+
+image-online: docker
+	DOCKER_BUILDKIT=0 docker build -t sandbox-agent-runner:online -f Dockerfile .
+
+setup: venv docker image
+
+demo: setup
+	@bash scripts/demo.sh
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+check: venv
+	.venv/bin/ruff check src tests
+	.venv/bin/ruff format --check src tests
+	.venv/bin/mypy src
+
+fmt: venv
+	.venv/bin/ruff format src tests
+	.venv/bin/ruff check --fix src tests
+
+bench: setup
+	$(PY) -m benchmarks
+
+stress: setup
+	.venv/bin/sandbox-agent stress --runs $(RUNS)
+
+adversarial-report: setup
+	$(PY) -m sandbox_agent.assurance.adversarial_report
+
+live-smoke: setup
+	@bash scripts/live-smoke.sh
+
+clean:
+	rm -rf .venv .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,7 @@
+"""``python -m sandbox_agent`` is the ``sandbox-agent`` command."""
+
+import sys
+
+from sandbox_agent.cli import main
+
+sys.exit(main())

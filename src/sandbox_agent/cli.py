@@ -1,0 +1,77 @@
+"""The ``sandbox-agent`` command line (DESIGN.md section 6).
+
+Subcommands are chosen from one explicit table (name -> module). Each module in
+``sandbox_agent.commands`` exposes ``HELP``, ``add_arguments(parser)`` and
+``run(args) -> int`` and imports its heavy dependencies inside ``run``, so that
+start-up stays fast. Exit codes: 0 success, 1 a finished run that did not
+succeed, 2 a usage or setup error (one line saying what to do).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from sandbox_agent.errors import SetupError, UsageError
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+COMMANDS: dict[str, str] = {
+    "run": "sandbox_agent.commands.run",
+    "fixtures": "sandbox_agent.commands.fixtures",
+    "preflight": "sandbox_agent.commands.preflight",
+    "reap": "sandbox_agent.commands.reap",
+    "eval": "sandbox_agent.commands.eval",
+    "serve": "sandbox_agent.commands.serve",
+    "stress": "sandbox_agent.commands.stress",
+    "verify": "sandbox_agent.commands.verify",
+    "ledger": "sandbox_agent.commands.ledger",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr and exit 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def _load(name: str) -> ModuleType:
+    return importlib.import_module(COMMANDS[name])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser, with every subcommand of the table."""
+    parser = _Parser(prog="sandbox-agent", description=__doc__.splitlines()[0] if __doc__ else "")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name in COMMANDS:
+        module = _load(name)
+        command = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.add_arguments(command)
+        command.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args._run(args)
+    except (UsageError, SetupError) as error:
+        print(f"sandbox-agent {args.command}: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"sandbox-agent {args.command}: interrupted", file=sys.stderr)
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

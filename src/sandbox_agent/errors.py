@@ -1,0 +1,89 @@
+"""The one exceptions module. Every error the project raises derives from one root.
+
+Three kinds are kept apart (STYLE.md "Errors"): loop control, errors the model may
+see and recover from, and infrastructure failures that are never shown to the model
+as if they were command output::
+
+    SandboxAgentError
+    ├── UsageError                 bad input from a user or a file; exit 2, one line saying what to do
+    ├── SetupError                 the host lacks something (Docker, the runner image); exit 2
+    ├── LoopControl                ends the agent loop; not a failure of the system
+    │   ├── BudgetExhausted        a budget (iterations, tool calls, wall clock, ...) ran out
+    │   ├── PolicyAborted          the policy-denial budget ran out
+    │   └── RunCancelled           the user or the API cancelled the run
+    ├── ToolDenied                 a tool call refused by policy; the model sees code and message
+    └── InfrastructureError        our side failed; never shown to the model as output
+        ├── WorkspaceError         the private copy could not be made or read safely
+        ├── SandboxError           a sandbox run could not be verified or carried out
+        │   └── DockerUnavailable  the daemon does not answer
+        └── EvidenceError          a run's recorded evidence does not verify
+"""
+
+from __future__ import annotations
+
+
+class SandboxAgentError(Exception):
+    """Root of every error raised by sandbox-agent."""
+
+
+class UsageError(SandboxAgentError):
+    """Bad input from the user: the message is one line that says what to do."""
+
+
+class SetupError(SandboxAgentError):
+    """The host lacks something the command needs; the message says how to get it."""
+
+
+class LoopControl(SandboxAgentError):
+    """Ends the agent loop. Raised and caught inside the controller only."""
+
+
+class BudgetExhausted(LoopControl):
+    """A budget ran out before the task finished."""
+
+    def __init__(self, budget: str, limit: float) -> None:
+        super().__init__(f"budget exhausted: {budget} (limit {limit:g})")
+        self.budget = budget
+        self.limit = limit
+
+
+class PolicyAborted(LoopControl):
+    """Too many tool calls were denied by policy."""
+
+
+class RunCancelled(LoopControl):
+    """The run was cancelled from outside (a signal or the API)."""
+
+
+class ToolDenied(SandboxAgentError):
+    """A tool call refused by policy. Its code is stable; its message tells the model what to do.
+
+    Attributes:
+        code: a stable, dotted denial code such as ``path.outside_workspace``.
+        message: one line the model can act on.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+class InfrastructureError(SandboxAgentError):
+    """Our side failed. Never presented to the model as if it were tool output."""
+
+
+class WorkspaceError(InfrastructureError):
+    """The private workspace could not be created, read or hashed safely."""
+
+
+class SandboxError(InfrastructureError):
+    """A sandbox run could not be verified or carried out."""
+
+
+class DockerUnavailable(SandboxError):
+    """The Docker daemon does not answer."""
+
+
+class EvidenceError(InfrastructureError):
+    """A run's recorded evidence does not verify."""

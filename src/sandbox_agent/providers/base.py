@@ -1,0 +1,70 @@
+"""The provider boundary: where model turns come from. The controller only calls this.
+
+A provider returns the model's raw output as text; it never validates it. The
+controller parses that text into a ``ToolCall`` (or counts it as an invalid output).
+The raw form is one JSON object per turn: ``{"tool": NAME, "args": {...}}``.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Exchange(BaseModel):
+    """One past turn: what the model said, and what the controller answered."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    reply: str
+    """The model's raw output for that turn."""
+    observation: str
+    """The controller's answer as JSON text (tool outcome, denial, or why the output was invalid)."""
+
+
+class ModelRequest(BaseModel):
+    """Everything a provider may use to produce the next turn."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    system: str
+    task: str
+    tools: list[dict[str, object]]
+    """The allowed tools as ``{name, description, input_schema}``, generated from the contracts."""
+    history: list[Exchange] = Field(default_factory=list)
+
+
+class Usage(BaseModel):
+    """Tokens and estimated cost of one model call (zero for simulated providers)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class ModelReply(BaseModel):
+    """One turn of raw model output."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text: str
+    usage: Usage = Usage()
+    model: str = ""
+
+
+class Provider(Protocol):
+    """Produces model turns. Implementations: scripted, injection, mock-adversarial, real APIs."""
+
+    name: str
+
+    def complete(self, request: ModelRequest) -> ModelReply:
+        """Return the next turn.
+
+        Raises:
+            BudgetExhausted: a spend, call or token budget would be exceeded by this request.
+            InfrastructureError: the provider could not be reached after its retries.
+        """
+        ...

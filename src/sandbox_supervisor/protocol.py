@@ -1,0 +1,95 @@
+"""The wire format between PID 1 and the host: length-prefixed frames on PID 1's stdout.
+
+Every byte PID 1 writes to its stdout belongs to a frame::
+
+    kind (1 byte) | length (4 bytes, big-endian) | payload (length bytes)
+
+The workload never holds PID 1's stdout: its stdout and stderr are pipes that PID 1
+reads and re-wraps in ``STDOUT``/``STDERR`` frames. Whatever the workload prints,
+including a perfect copy of a control frame with the right nonce, arrives at the
+host as the payload of a data frame, never as a frame of its own. That is what makes
+the attestation and the exit report unforgeable from inside, even when the nonce is
+known (it is visible in ``/proc/1/cmdline``).
+
+Standard library only: this module runs inside the container and on the host.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+KIND_ATTESTATION = b"A"
+KIND_STDOUT = b"1"
+KIND_STDERR = b"2"
+KIND_EXIT = b"X"
+KINDS = frozenset({KIND_ATTESTATION, KIND_STDOUT, KIND_STDERR, KIND_EXIT})
+CONTROL_KINDS = frozenset({KIND_ATTESTATION, KIND_EXIT})
+
+HEADER = struct.Struct(">cI")
+MAX_FRAME_PAYLOAD = 64 * 1024
+"""No frame is longer; a longer length field is a framing error."""
+
+RUNNER_REPORT_FD = 3
+"""The workload's fd on which the trusted runner wrapper writes its structured report."""
+
+MAX_RUNNER_REPORT_BYTES = 64 * 1024
+
+
+class FramingError(ValueError):
+    """The stream is not a well-formed sequence of frames."""
+
+
+def encode_frame(kind: bytes, payload: bytes) -> bytes:
+    """One frame. Raises ValueError for an unknown kind or an oversized payload."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown frame kind {kind!r}")
+    if len(payload) > MAX_FRAME_PAYLOAD:
+        raise ValueError("frame payload too large")
+    return HEADER.pack(kind, len(payload)) + payload
+
+
+def encode_record(kind: bytes, record: dict[str, Any]) -> bytes:
+    """A control frame holding one JSON object (canonical: sorted keys, no spaces)."""
+    if kind not in CONTROL_KINDS:
+        raise ValueError(f"{kind!r} is not a control frame kind")
+    return encode_frame(kind, canonical_json(record))
+
+
+def canonical_json(record: dict[str, Any]) -> bytes:
+    """The canonical encoding used for records and their digests."""
+    return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+
+
+class FrameDecoder:
+    """Incremental decoder: feed bytes as they arrive, collect complete frames.
+
+    Raises FramingError on an unknown kind or an oversized length, at once, so a
+    hostile stream cannot make the host buffer more than one frame.
+    """
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+
+    def feed(self, data: bytes) -> Iterator[tuple[bytes, bytes]]:
+        """Add bytes; yield each ``(kind, payload)`` that is now complete."""
+        self._buffer.extend(data)
+        while len(self._buffer) >= HEADER.size:
+            kind, length = HEADER.unpack_from(self._buffer)
+            if kind not in KINDS:
+                raise FramingError(f"unknown frame kind {kind!r}")
+            if length > MAX_FRAME_PAYLOAD:
+                raise FramingError(f"frame length {length} exceeds {MAX_FRAME_PAYLOAD}")
+            end = HEADER.size + length
+            if len(self._buffer) < end:
+                return
+            payload = bytes(self._buffer[HEADER.size : end])
+            del self._buffer[:end]
+            yield kind, payload
+
+    @property
+    def pending(self) -> int:
+        """Bytes of an incomplete frame still buffered (non-zero at end of stream is an error)."""
+        return len(self._buffer)

@@ -1,0 +1,83 @@
+"""Suite-wide rules: Docker tests skip with a visible reason when no daemon or image is
+there, and fail instead when ``SANDBOX_AGENT_REQUIRE_DOCKER=1`` (CI).
+
+Skipped Docker tests are also listed in ``$SANDBOX_AGENT_SKIP_LOG`` when it is set, so
+``.ci/run`` can refuse a run that skipped any of them.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Generator
+from pathlib import Path
+
+import pytest
+
+REQUIRE_DOCKER_ENV = "SANDBOX_AGENT_REQUIRE_DOCKER"
+SKIP_LOG_ENV = "SANDBOX_AGENT_SKIP_LOG"
+
+
+def docker_required() -> bool:
+    return os.environ.get(REQUIRE_DOCKER_ENV) == "1"
+
+
+@functools.cache
+def docker_problem() -> str | None:
+    """Why Docker tests cannot run here, or None when the daemon and the image are ready."""
+    try:
+        import docker
+
+        client = docker.from_env(version="1.41", timeout=10)
+        try:
+            client.ping()
+        finally:
+            client.close()
+    except Exception as error:
+        return f"no Docker daemon answers ({type(error).__name__}); run 'make test' to set it up"
+    from sandbox_agent.errors import SetupError
+    from sandbox_agent.hostsetup import image
+
+    try:
+        image.current_record()
+    except SetupError as error:
+        return str(error)
+    return None
+
+
+@functools.cache
+def runsc_problem() -> str | None:
+    import docker
+
+    client = docker.from_env(version="1.41", timeout=10)
+    try:
+        runtimes = client.info().get("Runtimes", {})
+    finally:
+        client.close()
+    return None if "runsc" in runtimes else "runsc is not registered with the Docker daemon"
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    problem: str | None = None
+    if item.get_closest_marker("docker") or item.get_closest_marker("runsc"):
+        problem = docker_problem()
+    if problem is None and item.get_closest_marker("runsc"):
+        problem = runsc_problem()
+    if problem is None:
+        return
+    if docker_required():
+        pytest.fail(f"Docker is required here ({REQUIRE_DOCKER_ENV}=1): {problem}", pytrace=False)
+    pytest.skip(f"Docker test skipped: {problem}")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    log = os.environ.get(SKIP_LOG_ENV)
+    is_docker = item.get_closest_marker("docker") or item.get_closest_marker("runsc")
+    if log and is_docker and report.skipped:
+        with Path(log).open("a", encoding="utf-8") as handle:
+            handle.write(f"{item.nodeid}\n")
+    return report
