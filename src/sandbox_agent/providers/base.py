@@ -68,3 +68,26 @@ class Provider(Protocol):
             InfrastructureError: the provider could not be reached after its retries.
         """
         ...
+
+
+class ProviderOptions(BaseModel):
+    """Everything any provider factory may need. Each provider reads only its own fields."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    plan_path: str | None = None
+    """``scripted``: the plan file given with ``--plan``."""
+    reference_plan_path: str | None = None
+    """The fixture's own reference plan (kept outside its repository folder), if any."""
+    run_id: str = ""
+    model: str | None = None
+    """Real providers: the model name."""
+    base_url: str | None = None
+    """``openai``: an OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp, ...)."""
+    max_output_tokens: int = 2048
+    max_cost_usd: float | None = None
+    experiment_budget_usd: float | None = None
+    experiment: str = "default"
+    price_per_mtok_in: float | None = None
+    price_per_mtok_out: float | None = None
+    ledger_path: str | None = None

@@ -1,0 +1,138 @@
+"""The controller's contracts: what a run is asked to do, and what it established.
+
+``RunResult`` is the public ``--json`` result of DESIGN.md section 6 (fixed: fields
+may be added, never renamed or dropped).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sandbox_agent.providers.base import ProviderOptions
+from sandbox_agent.sandbox.base import Runtime, SandboxLimits
+from sandbox_agent.tools.contracts import TOOL_NAMES, ToolName
+
+RunStatus = Literal[
+    "SUCCEEDED",
+    "FAILED",
+    "POLICY_ABORTED",
+    "BUDGET_EXHAUSTED",
+    "TIMEOUT",
+    "CANCELLED",
+    "SANDBOX_ERROR",
+]
+RunnerChoice = Literal["auto", "unittest", "pytest"]
+
+DEFAULT_MAX_ITERATIONS = 20
+DEFAULT_MAX_TOOL_CALLS = 30
+DEFAULT_MAX_WALL_SECONDS = 300.0
+DEFAULT_MAX_DENIALS = 3
+DEFAULT_MAX_INVALID_OUTPUTS = 3
+
+
+class Budgets(BaseModel):
+    """Loop budgets, each with a default and a ``run`` flag."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_iterations: int = Field(DEFAULT_MAX_ITERATIONS, ge=1)
+    """Model turns."""
+    max_tool_calls: int = Field(DEFAULT_MAX_TOOL_CALLS, ge=1)
+    """Tool calls executed or denied (invalid outputs are counted separately)."""
+    max_wall_seconds: float = Field(DEFAULT_MAX_WALL_SECONDS, gt=0)
+    """Wall clock of the whole run, final test run included."""
+    max_denials: int = Field(DEFAULT_MAX_DENIALS, ge=0)
+    """Policy denials tolerated; one more ends the run ``POLICY_ABORTED``."""
+    max_invalid_outputs: int = Field(DEFAULT_MAX_INVALID_OUTPUTS, ge=0)
+    """Unparseable or invalid model outputs tolerated; one more ends it ``BUDGET_EXHAUSTED``."""
+
+
+class RunConfig(BaseModel):
+    """One agent run: where the repository comes from, the task, the provider and the limits."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    task: str = Field(min_length=1, max_length=20_000)
+    fixture: str | None = None
+    """A fixture name, resolved under ``fixtures_dir``; exclusive with ``repo``."""
+    fixtures_dir: Path | None = None
+    repo: Path | None = None
+    """Any local folder; copied, never modified."""
+    provider: str = "scripted"
+    provider_options: ProviderOptions = ProviderOptions()
+    runtime: Runtime = "runc"
+    runner: RunnerChoice = "auto"
+    budgets: Budgets = Budgets()
+    limits: SandboxLimits = SandboxLimits()
+    allowed_tools: tuple[ToolName, ...] = TOOL_NAMES
+    """Per-task tool allowlist."""
+    trace_dir: Path | None = None
+    """Parent of the run's folder; a default under the state folder when None."""
+    run_id: str | None = None
+    """Fixed by the caller (the service) or generated."""
+
+
+class FixtureIntegrity(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    intact: bool
+    sha256_before: str
+    sha256_after: str
+
+
+class FinalTests(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    passed: bool
+    tests_run: int
+    failures: int
+    status: str
+    """The sandbox status of that run (``completed``, ``timeout``, ``refused``, ...)."""
+
+
+class BudgetUsed(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    iterations: int = 0
+    tool_calls: int = 0
+    policy_denials: int = 0
+    invalid_outputs: int = 0
+    wall_seconds: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class ToolCallRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tool: str
+    ok: bool
+    denial: str | None
+    duration_ms: float
+    result: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunResult(BaseModel):
+    """The public result (``--json``). ``status`` is computed by the controller from evidence."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    status: RunStatus
+    reason: str
+    diff: str
+    files_changed: list[str]
+    final_tests: FinalTests | None
+    budget_used: BudgetUsed
+    fixture: FixtureIntegrity
+    trace_path: str
+    tool_calls: list[ToolCallRecord]
+    provider: str = ""
+    model: str = ""
+    runtime: Runtime = "runc"
+    model_summary: str | None = None
+    """What the model said when it finished: recorded, never believed."""
