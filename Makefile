@@ -35,8 +35,9 @@ docker:
 image: venv docker
 	@$(PY) -m sandbox_agent.hostsetup.image ensure
 
-image-online: docker
+image-online: venv docker
 	DOCKER_BUILDKIT=0 docker build -t sandbox-agent-runner:online -f Dockerfile .
+	$(PY) -m sandbox_agent.hostsetup.image adopt sandbox-agent-runner:online
 
 setup: venv docker image
 

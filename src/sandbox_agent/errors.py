@@ -5,7 +5,7 @@ see and recover from, and infrastructure failures that are never shown to the mo
 as if they were command output::
 
     SandboxAgentError
-    ├── UsageError                 bad input from a user or a file; exit 2, one line saying what to do
+    ├── UsageError                 bad input from a user or a file; exit 2, one line on what to do
     ├── SetupError                 the host lacks something (Docker, the runner image); exit 2
     ├── LoopControl                ends the agent loop; not a failure of the system
     │   ├── BudgetExhausted        a budget (iterations, tool calls, wall clock, ...) ran out

@@ -27,11 +27,15 @@ import tarfile
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from sandbox_agent import settings
 from sandbox_agent.errors import SetupError
+
+if TYPE_CHECKING:
+    import docker
 
 IMAGE_REPOSITORY = "sandbox-agent-runner"
 DOCKER_API_VERSION = "1.41"
@@ -149,7 +153,7 @@ def current_record() -> ImageRecord:
     return record
 
 
-def _docker_client():  # type: ignore[no-untyped-def]
+def _docker_client() -> docker.DockerClient:
     import docker
 
     return docker.from_env(version=DOCKER_API_VERSION, timeout=600)
@@ -255,13 +259,44 @@ def build() -> ImageRecord:
             raise SetupError(f"docker import failed ({error}): is the daemon running?") from error
         finally:
             client.close()
-    record = ImageRecord(
-        tag=tag, image_id=image_id, inputs_sha256=inputs_sha256(), built_at=time.time()
+    return _write_record(
+        ImageRecord(tag=tag, image_id=image_id, inputs_sha256=inputs_sha256(), built_at=time.time())
     )
+
+
+def adopt(source_tag: str) -> ImageRecord:
+    """Record an image built another way (``make image-online``) as the runner image.
+
+    It is tagged with the current inputs' tag, so runs and preflight pin it exactly
+    like a debootstrap build.
+
+    Raises:
+        SetupError: no image has that tag.
+    """
+    import docker.errors
+
+    tag = expected_tag()
+    repository, _, version = tag.partition(":")
+    client = _docker_client()
+    try:
+        image = client.images.get(source_tag)
+        image.tag(repository, version)
+        image_id = str(image.id)
+    except docker.errors.ImageNotFound as error:
+        raise SetupError(f"no image tagged {source_tag}: build it first") from error
+    finally:
+        client.close()
+    return _write_record(
+        ImageRecord(tag=tag, image_id=image_id, inputs_sha256=inputs_sha256(), built_at=time.time())
+    )
+
+
+def _write_record(record: ImageRecord) -> ImageRecord:
     path = settings.image_record_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.with_suffix(".tmp").write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    path.with_suffix(".tmp").replace(path)
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    partial.replace(path)
     return record
 
 
@@ -274,7 +309,7 @@ def ensure() -> ImageRecord:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``ensure`` (default), ``build`` (always) or ``show`` (print the record)."""
+    """``ensure`` (default), ``build`` (always), ``show`` (print the record) or ``adopt TAG``."""
     args = sys.argv[1:] if argv is None else argv
     action = args[0] if args else "ensure"
     try:
@@ -284,8 +319,10 @@ def main(argv: list[str] | None = None) -> int:
             record = build()
         elif action == "show":
             record = current_record()
+        elif action == "adopt" and len(args) == 2:
+            record = adopt(args[1])
         else:
-            print("usage: python -m sandbox_agent.hostsetup.image [ensure|build|show]")
+            print("usage: python -m sandbox_agent.hostsetup.image [ensure|build|show|adopt TAG]")
             return 2
     except SetupError as error:
         print(f"image: {error}", file=sys.stderr)
