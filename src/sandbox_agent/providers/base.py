@@ -20,7 +20,7 @@ class Exchange(BaseModel):
     reply: str
     """The model's raw output for that turn."""
     observation: str
-    """The controller's answer as JSON text (tool outcome, denial, or why the output was invalid)."""
+    """The controller's answer as JSON text (tool outcome, denial, or why output was invalid)."""
 
 
 class ModelRequest(BaseModel):

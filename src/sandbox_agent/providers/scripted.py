@@ -1,0 +1,40 @@
+"""``scripted``: replays a plan file, one step per turn (default: the reference plan)."""
+
+from __future__ import annotations
+
+from sandbox_agent.errors import UsageError
+from sandbox_agent.providers.base import ModelReply, ModelRequest, Provider, ProviderOptions
+from sandbox_agent.providers.plan import Plan, load_plan
+
+
+def plan_from_options(options: ProviderOptions) -> Plan:
+    """The ``--plan`` file, else the fixture's reference plan.
+
+    Raises:
+        UsageError: neither is there, or the file is not a valid plan.
+    """
+    path = options.plan_path or options.reference_plan_path
+    if path is None:
+        raise UsageError("no plan: pass --plan FILE (this repository has no reference plan)")
+    return load_plan(path)
+
+
+class ScriptedProvider:
+    """Turn N is step N of the plan; past the end it finishes with "plan exhausted"."""
+
+    name = "scripted"
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+
+    def complete(self, request: ModelRequest) -> ModelReply:
+        return ModelReply(text=self.plan.turn(len(request.history)), model=self.name)
+
+
+def create(options: ProviderOptions) -> Provider:
+    """Factory of the provider table.
+
+    Raises:
+        UsageError: no plan, or a bad plan file.
+    """
+    return ScriptedProvider(plan_from_options(options))
