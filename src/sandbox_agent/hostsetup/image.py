@@ -16,6 +16,7 @@ Run as ``python -m sandbox_agent.hostsetup.image [ensure|build|show]``.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import hashlib
 import json
@@ -259,9 +260,26 @@ def build() -> ImageRecord:
             raise SetupError(f"docker import failed ({error}): is the daemon running?") from error
         finally:
             client.close()
-    return _write_record(
+    record = _write_record(
         ImageRecord(tag=tag, image_id=image_id, inputs_sha256=inputs_sha256(), built_at=time.time())
     )
+    _prune_older_images(keep=image_id)
+    return record
+
+
+def _prune_older_images(keep: str) -> None:
+    """Remove runner images of older inputs (100 MB each); ones still in use stay."""
+    import docker.errors
+
+    client = _docker_client()
+    try:
+        for old in client.images.list(name=IMAGE_REPOSITORY):
+            if old.id and old.id != keep:
+                # One in use by a container, or tagged elsewhere, stays.
+                with contextlib.suppress(docker.errors.APIError):
+                    client.images.remove(old.id, force=False)
+    finally:
+        client.close()
 
 
 def adopt(source_tag: str) -> ImageRecord:
@@ -286,9 +304,11 @@ def adopt(source_tag: str) -> ImageRecord:
         raise SetupError(f"no image tagged {source_tag}: build it first") from error
     finally:
         client.close()
-    return _write_record(
+    record = _write_record(
         ImageRecord(tag=tag, image_id=image_id, inputs_sha256=inputs_sha256(), built_at=time.time())
     )
+    _prune_older_images(keep=image_id)
+    return record
 
 
 def _write_record(record: ImageRecord) -> ImageRecord:
