@@ -1,0 +1,90 @@
+"""The terminal status, computed from evidence by one pure function and its precedence table.
+
+What the model said (``finish`` and its summary) is not evidence: it only ends the loop.
+First match wins:
+
+====  ==========================================================  ==================
+ #    evidence                                                     status
+====  ==========================================================  ==================
+ 1    the run was cancelled                                        CANCELLED
+ 2    the wall clock ran out                                       TIMEOUT
+ 3    the sandbox could not be reached or verified                 SANDBOX_ERROR
+ 4    the policy-denial budget ran out                             POLICY_ABORTED
+ 5    another budget ran out                                       BUDGET_EXHAUSTED
+ 6    the original repository changed                              FAILED
+ 7    the final diff touches a protected path                      POLICY_ABORTED
+ 8    no final test run                                            FAILED
+ 9    final tests refused (unverified sandbox)                     SANDBOX_ERROR
+ 10   final tests not completed and attested (timeout, OOM, ...)   FAILED
+ 11   final tests failed                                           FAILED
+ 12   final tests passed in a verified sandbox                     SUCCEEDED
+====  ==========================================================  ==================
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+from sandbox_agent.controller.models import RunStatus
+
+LoopEnd = Literal[
+    "finished",  # the model called finish (or the plan ran out)
+    "cancelled",
+    "timeout",
+    "sandbox_error",
+    "policy_aborted",
+    "budget_exhausted",
+]
+
+
+class FinalTestEvidence(NamedTuple):
+    """The controller's own final test run."""
+
+    sandbox_status: str
+    """``completed``, ``timeout``, ``refused``, ... (DESIGN.md section 3)."""
+    attested: bool
+    passed: bool
+
+
+class Evidence(NamedTuple):
+    loop_end: LoopEnd
+    loop_reason: str
+    """One line: which budget, what failed, or the model's finish."""
+    original_intact: bool
+    protected_in_diff: tuple[str, ...]
+    final_tests: FinalTestEvidence | None
+
+
+class Verdict(NamedTuple):
+    status: RunStatus
+    reason: str
+
+
+_LOOP_STATUS: dict[LoopEnd, RunStatus] = {
+    "cancelled": "CANCELLED",
+    "timeout": "TIMEOUT",
+    "sandbox_error": "SANDBOX_ERROR",
+    "policy_aborted": "POLICY_ABORTED",
+    "budget_exhausted": "BUDGET_EXHAUSTED",
+}
+
+
+def compute_status(evidence: Evidence) -> Verdict:
+    """The run's terminal status and a one-line reason (the table in this module's docstring)."""
+    if evidence.loop_end != "finished":
+        return Verdict(_LOOP_STATUS[evidence.loop_end], evidence.loop_reason)
+    if not evidence.original_intact:
+        return Verdict("FAILED", "the original repository changed during the run")
+    if evidence.protected_in_diff:
+        paths = ", ".join(evidence.protected_in_diff[:5])
+        return Verdict("POLICY_ABORTED", f"the final diff touches protected paths: {paths}")
+    tests = evidence.final_tests
+    if tests is None:
+        return Verdict("FAILED", "no final test run")
+    if tests.sandbox_status == "refused":
+        return Verdict("SANDBOX_ERROR", "the final test run could not be verified")
+    if tests.sandbox_status != "completed" or not tests.attested:
+        return Verdict("FAILED", f"the final test run ended {tests.sandbox_status}")
+    if not tests.passed:
+        return Verdict("FAILED", "the final tests fail")
+    return Verdict("SUCCEEDED", "the final tests pass in a verified sandbox; original intact")
