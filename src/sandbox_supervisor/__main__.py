@@ -1,0 +1,102 @@
+"""PID 1: ``/usr/bin/python3 -I -S -B -m sandbox_supervisor CONFIG_JSON``.
+
+Order: undumpable, no signal handler, parse the config, attest, write ``A``; only
+when every check passed, fork the workload and relay; write ``X`` last; exit with
+the workload's exit code. Exit codes of PID 1 itself, meaningful only when no ``X``
+frame was written: ``EXIT_REFUSED`` (125) for a bad config or a failed attestation,
+``EXIT_SUPERVISOR_ERROR`` (126) for PID 1's own crash (text on stderr).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import signal
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+from sandbox_supervisor import attest, cgroup, protocol, wire
+from sandbox_supervisor.config import PROTOCOL_VERSION, Config, ConfigError, parse_config
+from sandbox_supervisor.config import read_nonce as read_config_nonce
+from sandbox_supervisor.relay import Relay
+
+EXIT_REFUSED = 125
+EXIT_SUPERVISOR_ERROR = 126
+PR_SET_DUMPABLE = 4
+MAX_CRASH_TEXT = 4096
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+Attester = Callable[[Config], list[attest.Check]]
+
+
+def _make_undumpable() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+
+
+def _attestation(nonce: str, runtime: str | None, checks: list[attest.Check]) -> dict[str, object]:
+    return {
+        "type": "attestation",
+        "v": PROTOCOL_VERSION,
+        "nonce": nonce,
+        "runtime": runtime,
+        "ok": bool(checks) and all(check.ok for check in checks),
+        "checks": [check._asdict() for check in checks],
+    }
+
+
+def supervise(
+    config_text: str,
+    out_fd: int,
+    *,
+    attester: Attester = attest.attest,
+    read_oom: Callable[[], int | None] = lambda: cgroup.oom_kills(CGROUP_ROOT),
+) -> int:
+    """Everything after process set-up: returns PID 1's exit code.
+
+    ``attester`` and ``read_oom`` are parameters so the host tests can run the
+    relay and the framing for real without being PID 1 of a container.
+
+    Raises:
+        OSError: writing to ``out_fd`` failed (the host went away).
+    """
+    try:
+        config = parse_config(config_text)
+    except ConfigError as error:
+        nonce = read_config_nonce(config_text)
+        if nonce is not None:
+            check = attest.Check("config", False, str(error)[:500])
+            wire.write_record(out_fd, protocol.KIND_ATTESTATION, _attestation(nonce, None, [check]))
+        print(f"sandbox_supervisor: bad config: {error}", file=sys.stderr)
+        return EXIT_REFUSED
+    record = _attestation(config.nonce, config.runtime, attester(config))
+    wire.write_record(out_fd, protocol.KIND_ATTESTATION, record)
+    if not record["ok"]:
+        return EXIT_REFUSED
+    fields = Relay(config, out_fd, read_oom=read_oom).run()
+    exit_record = {"type": "exit", "v": PROTOCOL_VERSION, "nonce": config.nonce, **fields}
+    wire.write_record(out_fd, protocol.KIND_EXIT, exit_record)
+    return int(fields["exit_code"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """PID 1's entry point: process set-up, then ``supervise`` on stdout."""
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        _make_undumpable()
+        # Python's own SIGINT handler is the only one it installs; without any handler
+        # the kernel drops the signals that processes in the container send PID 1.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if len(args) != 1:
+            print("usage: python3 -I -S -B -m sandbox_supervisor CONFIG_JSON", file=sys.stderr)
+            return EXIT_REFUSED
+        return supervise(args[0], sys.stdout.fileno())
+    except Exception:
+        sys.stderr.write(traceback.format_exc()[-MAX_CRASH_TEXT:])
+        return EXIT_SUPERVISOR_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

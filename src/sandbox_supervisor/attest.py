@@ -1,0 +1,330 @@
+"""Attestation: PID 1 checks the container's isolation from inside, before any fork.
+
+Each check is a small function ``(config, inside) -> Check``. ``Inside`` holds the
+filesystem roots and the few system calls the checks use, so that every check runs
+on the host against a fake ``/proc`` and ``/sys`` tree in the unit tests.
+
+gVisor (runsc) shows less than Linux: no ``NoNewPrivs``/``CapAmb`` status lines, no
+``nosuid``/``nodev`` in mountinfo, no cgroup files, a fixed ``4.4.0`` kernel. Where
+it shows less, the check asks the kernel another way (``prctl``) or says in its
+detail what could not be seen; it never passes a value it saw and found wrong.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import socket
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+from sandbox_supervisor import cgroup
+from sandbox_supervisor.config import Config
+from sandbox_supervisor.mounts import Mount, covering_mount, read_mounts, tmpfs_size_bytes
+
+PR_GET_NO_NEW_PRIVS = 39
+GVISOR_RELEASE = "4.4.0"
+GVISOR_VERSION = "#1 SMP Sun Jan 10 15:06:54 PST 2016"
+DOCKER_SOCKET_PATHS = (
+    "/var/run/docker.sock",
+    "/run/docker.sock",
+    "/run/containerd/containerd.sock",
+    "/var/run/containerd/containerd.sock",
+    "/run/podman/podman.sock",
+)
+CAPABILITY_LINES = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
+REQUIRED_CAPABILITY_LINES = ("CapPrm", "CapEff", "CapBnd")
+
+
+class Check(NamedTuple):
+    """One attestation result, as it appears in the ``A`` record."""
+
+    name: str
+    ok: bool
+    detail: str
+
+
+def _libc_call(name: str, *args: int) -> tuple[int, int]:
+    libc = ctypes.CDLL(None, use_errno=True)
+    ctypes.set_errno(0)
+    result = int(getattr(libc, name)(*[ctypes.c_long(arg) for arg in args]))
+    return result, ctypes.get_errno()
+
+
+def no_new_privs() -> int:
+    """``prctl(PR_GET_NO_NEW_PRIVS)``: 1 when set (gVisor has no status line for it)."""
+    return _libc_call("prctl", PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)[0]
+
+
+def seccomp_canary(syscall_nr: int) -> tuple[int, int]:
+    """Call the canary syscall with valid arguments: ``(return value, errno)``.
+
+    With a writable 16-byte buffer (``sched_rr_get_interval(0, &ts)`` for 148 on
+    x86_64) the call succeeds unless a seccomp rule makes it fail.
+    """
+    buffer = ctypes.create_string_buffer(64)
+    libc = ctypes.CDLL(None, use_errno=True)
+    ctypes.set_errno(0)
+    result = int(libc.syscall(ctypes.c_long(syscall_nr), ctypes.c_long(0), buffer))
+    return result, ctypes.get_errno()
+
+
+def _interface_names() -> list[str]:
+    return [name for _, name in socket.if_nameindex()]
+
+
+def _uname() -> tuple[str, str]:
+    uname = os.uname()
+    return uname.release, uname.version
+
+
+@dataclass(frozen=True)
+class Inside:
+    """Where the checks look: real roots and system calls by default, fakes in tests."""
+
+    proc_root: Path = Path("/proc")
+    sys_root: Path = Path("/sys")
+    fs_root: Path = Path("/")
+    no_new_privs: Callable[[], int] = no_new_privs
+    seccomp_canary: Callable[[int], tuple[int, int]] = seccomp_canary
+    interface_names: Callable[[], list[str]] = _interface_names
+    getrlimit: Callable[[int], tuple[int, int]] = resource.getrlimit
+    uname: Callable[[], tuple[str, str]] = _uname
+    _status: dict[str, str] = field(default_factory=dict, compare=False)
+
+    def status(self) -> dict[str, str]:
+        """``/proc/self/status`` as ``{key: value}``, read once."""
+        if not self._status:
+            text = (self.proc_root / "self" / "status").read_text(encoding="utf-8")
+            for line in text.splitlines():
+                key, _, value = line.partition(":")
+                self._status[key.strip()] = value.strip()
+        return self._status
+
+    def mounts(self) -> list[Mount]:
+        """``/proc/self/mountinfo``, parsed."""
+        return read_mounts(self.proc_root)
+
+    def cgroup_root(self) -> Path:
+        """``/sys/fs/cgroup`` under ``sys_root``."""
+        return self.sys_root / "fs" / "cgroup"
+
+
+def check_pid1(config: Config, inside: Inside) -> Check:
+    status = inside.status()
+    caught = status.get("SigCgt", "0")
+    ok = status.get("Pid") == "1" and int(caught, 16) == 0
+    return Check("pid1", ok, f"pid {status.get('Pid')}, caught signals {caught}")
+
+
+def _ids(line: str | None) -> list[str]:
+    return (line or "").split()
+
+
+def check_uid(config: Config, inside: Inside) -> Check:
+    ids = _ids(inside.status().get("Uid"))
+    ok = len(ids) == 4 and set(ids) == {str(config.expect.uid)}
+    return Check("uid", ok, " ".join(ids))
+
+
+def check_gid(config: Config, inside: Inside) -> Check:
+    status = inside.status()
+    ids = _ids(status.get("Gid"))
+    groups = set(_ids(status.get("Groups")))
+    ok = len(ids) == 4 and set(ids) == {str(config.expect.gid)} and groups <= set(ids)
+    return Check("gid", ok, f"{' '.join(ids)}; groups {' '.join(sorted(groups)) or 'none'}")
+
+
+def check_capabilities(config: Config, inside: Inside) -> Check:
+    status = inside.status()
+    shown = {name: status[name] for name in CAPABILITY_LINES if name in status}
+    missing = [name for name in REQUIRED_CAPABILITY_LINES if name not in shown]
+    nonzero = [name for name, value in shown.items() if int(value, 16) != 0]
+    detail = ", ".join(f"{name} {value}" for name, value in shown.items())
+    if missing:
+        detail += f"; missing {', '.join(missing)}"
+    return Check("capabilities", not missing and not nonzero, detail)
+
+
+def check_no_new_privs(config: Config, inside: Inside) -> Check:
+    value = inside.no_new_privs()
+    line = inside.status().get("NoNewPrivs")
+    ok = value == 1 and line in (None, "1")
+    return Check("no_new_privs", ok, f"prctl {value}, status {line or 'not shown'}")
+
+
+def check_seccomp(config: Config, inside: Inside) -> Check:
+    mode = inside.status().get("Seccomp")
+    return Check("seccomp", mode == "2", f"Seccomp: {mode}")
+
+
+def check_seccomp_canary(config: Config, inside: Inside) -> Check:
+    canary = config.expect.canary
+    result, errno = inside.seccomp_canary(canary.syscall)
+    ok = result == -1 and errno == canary.errno
+    detail = f"syscall {canary.syscall} returned {result}, errno {errno} (want {canary.errno})"
+    return Check("seccomp_canary", ok, detail)
+
+
+def check_network(config: Config, inside: Inside) -> Check:
+    names = sorted(inside.interface_names())
+    return Check("network", names == ["lo"], ",".join(names) or "no interfaces")
+
+
+def _readonly(name: str, mounts: list[Mount], path: str) -> Check:
+    mount = covering_mount(mounts, path)
+    if mount is None:
+        return Check(name, False, f"no mount covers {path}")
+    ok = "ro" in mount.options and "rw" not in mount.options
+    return Check(name, ok, f"{path} on {mount.mount_point} ({','.join(sorted(mount.options))})")
+
+
+def check_rootfs_readonly(config: Config, inside: Inside) -> Check:
+    return _readonly("rootfs_readonly", inside.mounts(), "/")
+
+
+def check_workspace_readonly(config: Config, inside: Inside) -> Check:
+    return _readonly("workspace_readonly", inside.mounts(), config.expect.workspace)
+
+
+def check_tmp_mount(config: Config, inside: Inside) -> Check:
+    path = config.expect.tmp
+    mount = covering_mount(inside.mounts(), path)
+    if mount is None or mount.mount_point != path or mount.fstype != "tmpfs":
+        return Check("tmp_mount", False, f"{path} is not a tmpfs mount")
+    # gVisor's mountinfo shows noexec but never nosuid/nodev; there, no set-uid file
+    # exists in the image, no_new_privs is set and CAP_MKNOD is gone.
+    wanted = {"noexec"} if config.runtime == "runsc" else {"noexec", "nosuid", "nodev"}
+    missing = sorted(wanted - mount.options)
+    size = tmpfs_size_bytes(mount)
+    ok = not missing and "rw" in mount.options and size == config.expect.tmpfs_bytes
+    detail = f"{','.join(sorted(mount.options))}; size {size} (want {config.expect.tmpfs_bytes})"
+    if missing:
+        detail += f"; missing {','.join(missing)}"
+    if config.runtime == "runsc":
+        detail += "; nosuid,nodev not shown under gVisor"
+    return Check("tmp_mount", ok, detail)
+
+
+def check_rlimits(config: Config, inside: Inside) -> Check:
+    nofile = inside.getrlimit(resource.RLIMIT_NOFILE)
+    fsize = inside.getrlimit(resource.RLIMIT_FSIZE)
+    ok = nofile == (config.expect.nofile,) * 2 and fsize == (config.expect.fsize_bytes,) * 2
+    return Check("rlimits", ok, f"NOFILE {nofile[0]}/{nofile[1]}, FSIZE {fsize[0]}/{fsize[1]}")
+
+
+def _gvisor_hides_cgroups(name: str, config: Config, seen: object) -> Check | None:
+    if config.runtime == "runsc" and seen is None:
+        return Check(name, True, "not visible under gVisor")
+    return None
+
+
+def check_cgroup_memory(config: Config, inside: Inside) -> Check:
+    memory, with_swap = cgroup.memory_limits(inside.cgroup_root())
+    hidden = _gvisor_hides_cgroups("cgroup_memory", config, memory)
+    if hidden is not None:
+        return hidden
+    want = config.expect.memory_bytes
+    ok = memory == want and with_swap == want
+    return Check("cgroup_memory", ok, f"memory {memory}, memory+swap {with_swap} (want {want})")
+
+
+def check_cgroup_pids(config: Config, inside: Inside) -> Check:
+    pids = cgroup.pids_limit(inside.cgroup_root())
+    hidden = _gvisor_hides_cgroups("cgroup_pids", config, pids)
+    if hidden is not None:
+        return hidden
+    return Check("cgroup_pids", pids == config.expect.pids, f"{pids} (want {config.expect.pids})")
+
+
+def read_environ(proc_root: Path) -> dict[str, str] | None:
+    """The environment PID 1 was started with (not Python's locale-coerced ``os.environ``).
+
+    None when it has a malformed or duplicate entry.
+    """
+    raw = (proc_root / "self" / "environ").read_bytes()
+    environ: dict[str, str] = {}
+    for entry in raw.split(b"\0"):
+        if not entry:
+            continue
+        key, separator, value = entry.decode("utf-8", "surrogateescape").partition("=")
+        if not separator or not key or key in environ:
+            return None
+        environ[key] = value
+    return environ
+
+
+def check_environment(config: Config, inside: Inside) -> Check:
+    environ = read_environ(inside.proc_root)
+    if environ is None:
+        return Check("environment", False, "malformed or duplicate entry")
+    want = config.expect.env
+    extra = sorted(environ.keys() - want.keys())
+    missing = sorted(want.keys() - environ.keys())
+    changed = sorted(key for key in want.keys() & environ.keys() if want[key] != environ[key])
+    detail = f"extra {extra}, missing {missing}, different {changed}"
+    return Check("environment", not (extra or missing or changed), detail[:500])
+
+
+def check_docker_socket(config: Config, inside: Inside) -> Check:
+    candidates = set(DOCKER_SOCKET_PATHS)
+    candidates.update(mount.mount_point for mount in inside.mounts())
+    found = []
+    for path in sorted(candidates):
+        target = inside.fs_root / path.lstrip("/")
+        try:
+            if stat.S_ISSOCK(os.stat(target).st_mode):
+                found.append(path)
+        except OSError:
+            continue
+    return Check("docker_socket", not found, ", ".join(found) or "none found")
+
+
+def check_kernel(config: Config, inside: Inside) -> Check:
+    release, version = inside.uname()
+    gvisor = release == GVISOR_RELEASE and version == GVISOR_VERSION
+    want = config.runtime == "runsc"
+    return Check(
+        "kernel", gvisor == want, f"{release} {version} ({'' if gvisor else 'not '}gVisor)"
+    )
+
+
+CHECKS: tuple[Callable[[Config, Inside], Check], ...] = (
+    check_pid1,
+    check_uid,
+    check_gid,
+    check_capabilities,
+    check_no_new_privs,
+    check_seccomp,
+    check_seccomp_canary,
+    check_network,
+    check_rootfs_readonly,
+    check_workspace_readonly,
+    check_tmp_mount,
+    check_rlimits,
+    check_cgroup_memory,
+    check_cgroup_pids,
+    check_environment,
+    check_docker_socket,
+    check_kernel,
+)
+CHECK_NAMES = tuple(check.__name__.removeprefix("check_") for check in CHECKS)
+"""The same names on both runtimes; the host refuses a record missing any of them."""
+
+
+def attest(config: Config, inside: Inside | None = None) -> list[Check]:
+    """Run every check; a check that raises fails with the error as its detail."""
+    where = Inside() if inside is None else inside
+    results = []
+    for check in CHECKS:
+        name = check.__name__.removeprefix("check_")
+        try:
+            result = check(config, where)
+        except Exception as error:  # a check that cannot look has not passed
+            result = Check(name, False, f"{type(error).__name__}: {error}"[:500])
+        results.append(result)
+    return results

@@ -1,0 +1,38 @@
+"""The runner report: one JSON object the trusted runner wrapper writes to fd 3.
+
+It is read from its own pipe, never from the workload's stdout, and accepted only in
+its exact shape. Two objects on the pipe (test code writing its own before the
+wrapper's) are not one object and are refused.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sandbox_supervisor import protocol
+
+RUNNERS = ("unittest", "pytest")
+COUNT_KEYS = ("tests_run", "failures", "errors", "skipped")
+REPORT_KEYS = frozenset({"runner", *COUNT_KEYS})
+
+
+def parse_runner_report(data: bytes, *, overflow: bool) -> tuple[dict[str, Any] | None, str | None]:
+    """``(report, None)`` for a well-formed report, else ``(None, why)``."""
+    if overflow:
+        return None, f"runner report exceeds {protocol.MAX_RUNNER_REPORT_BYTES} bytes"
+    if not data:
+        return None, "no runner report on fd 3"
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except ValueError as error:
+        return None, f"runner report is not one JSON object: {error}"[:300]
+    if not isinstance(value, dict) or value.keys() != REPORT_KEYS:
+        return None, f"runner report must have exactly the keys {sorted(REPORT_KEYS)}"
+    if value["runner"] not in RUNNERS:
+        return None, f"runner report: runner must be one of {list(RUNNERS)}"
+    for key in COUNT_KEYS:
+        count = value[key]
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            return None, f"runner report: {key} must be an integer >= 0"
+    return value, None
