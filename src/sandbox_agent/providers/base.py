@@ -53,6 +53,8 @@ class ModelReply(BaseModel):
     text: str
     usage: Usage = Usage()
     model: str = ""
+    notes: tuple[str, ...] = ()
+    """What the adapter noticed without acting on it (a refusal, extra tool calls dropped)."""
 
 
 class Provider(Protocol):
@@ -91,3 +93,7 @@ class ProviderOptions(BaseModel):
     price_per_mtok_in: float | None = None
     price_per_mtok_out: float | None = None
     ledger_path: str | None = None
+    max_calls: int | None = None
+    """Real providers: requests per run, retries included (a default when None)."""
+    max_tokens: int | None = None
+    """Real providers: input plus output tokens per run (a default when None)."""
