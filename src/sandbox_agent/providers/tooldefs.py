@@ -1,0 +1,85 @@
+"""Tool definitions for the model APIs, generated from the Pydantic contracts.
+
+One declaration (``tools.contracts.ARGS_MODELS``) drives both what the model is offered
+and what the controller validates, so the two cannot drift. The neutral form is
+``{name, description, input_schema}`` (``ModelRequest.tools``); each API gets its own
+wrapping of it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from sandbox_agent.tools.contracts import ARGS_MODELS, TOOL_NAMES, ToolName
+
+TOOL_PURPOSES: dict[ToolName, str] = {
+    "list_files": "List the files of the repository (under a folder when path is given).",
+    "read_file": "Read a text file of the repository, optionally a range of lines.",
+    "search": "Search file contents with a regular expression (RE2 syntax, linear time).",
+    "apply_patch": (
+        "Edit files: each edit replaces the one occurrence of `old` with `new` in `path`; "
+        '`old: ""` creates a new file. All edits apply or none do.'
+    ),
+    "run_tests": "Run the repository's tests in a sandbox, optionally one test selector.",
+    "finish": "End the task with a summary of what was done.",
+}
+
+
+def _inline_refs(node: Any, defs: Mapping[str, Any]) -> Any:
+    """Replace ``{"$ref": "#/$defs/X"}`` by X itself: some APIs refuse or ignore ``$defs``."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            return _inline_refs(copy.deepcopy(defs[ref.removeprefix("#/$defs/")]), defs)
+        return {
+            key: _inline_refs(value, defs)
+            for key, value in node.items()
+            if key != "$defs"
+        }
+    if isinstance(node, list):
+        return [_inline_refs(item, defs) for item in node]
+    return node
+
+
+def input_schema(tool: ToolName) -> dict[str, Any]:
+    """The JSON schema of one tool's arguments, self-contained (no ``$ref``)."""
+    schema = ARGS_MODELS[tool].model_json_schema()
+    inlined: dict[str, Any] = _inline_refs(schema, schema.get("$defs", {}))
+    return inlined
+
+
+def tool_definitions(tools: Iterable[ToolName] = TOOL_NAMES) -> list[dict[str, object]]:
+    """The neutral definitions ``{name, description, input_schema}`` of ``tools``, in order."""
+    return [
+        {"name": name, "description": TOOL_PURPOSES[name], "input_schema": input_schema(name)}
+        for name in tools
+    ]
+
+
+def anthropic_tools(definitions: Sequence[Mapping[str, object]]) -> list[dict[str, object]]:
+    """The Messages API's ``tools`` parameter (the neutral form is already its shape)."""
+    return [
+        {
+            "name": d["name"],
+            "description": d.get("description", ""),
+            "input_schema": d["input_schema"],
+        }
+        for d in definitions
+    ]
+
+
+def openai_tools(definitions: Sequence[Mapping[str, object]]) -> list[dict[str, object]]:
+    """The chat completions ``tools`` parameter: each definition wrapped as a function."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": d["name"],
+                "description": d.get("description", ""),
+                "parameters": d["input_schema"],
+            },
+        }
+        for d in definitions
+    ]
