@@ -1,18 +1,52 @@
-"""`sandbox-agent verify`: not built yet (see the issue that adds it)."""
+"""`sandbox-agent verify RUN_DIR`: check a run's sealed evidence; exit 0 only when all holds."""
 
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 
-HELP = "verify (not built yet)"
+HELP = "check a run's signed evidence, trace hash chain, result, diff and fixture hash"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """No arguments yet."""
+    """Flags of ``verify``."""
+    parser.add_argument("run_dir", metavar="RUN_DIR", type=Path, help="the run's folder")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--public-key",
+        type=Path,
+        metavar="FILE",
+        help="the signer's signing-key.pub (default: this host's key)",
+    )
+    parser.add_argument(
+        "--allow-missing-source",
+        action="store_true",
+        help="pass the fixture check when the original repository is not on this machine",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    """Not built yet: exit 2 with a line saying so."""
-    from sandbox_agent.errors import UsageError
+    """Verify and print one line per check, then the first failing event.
 
-    raise UsageError("'verify' is not built yet in this version")
+    Raises:
+        UsageError: RUN_DIR is not a folder, or the public key cannot be read.
+    """
+    from sandbox_agent.errors import UsageError
+    from sandbox_agent.evidence import load_public_key, verify_run
+
+    run_dir: Path = args.run_dir
+    if not run_dir.is_dir():
+        raise UsageError(f"{run_dir} is not a folder; pass the folder that holds trace.jsonl")
+    key = load_public_key(args.public_key) if args.public_key else None
+    report = verify_run(run_dir, public_key=key, allow_missing_source=args.allow_missing_source)
+    if args.json:
+        print(json.dumps(report.model_dump(mode="json"), indent=2))
+    else:
+        for check in report.checks:
+            print(f"{'ok  ' if check.ok else 'FAIL'} {check.name:<12} {check.detail}")
+        bad = report.first_bad_event
+        if bad is not None:
+            print(f"first failing event: line {bad.line} (seq {bad.seq}): {bad.reason}")
+        print("verified" if report.ok else f"NOT verified: {', '.join(report.failed())}")
+    return 0 if report.ok else 1
