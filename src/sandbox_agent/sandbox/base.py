@@ -82,7 +82,7 @@ class SandboxRequest(BaseModel):
     runtime: Runtime = "runc"
     limits: SandboxLimits = SandboxLimits()
     workload_env: dict[str, str] = Field(default_factory=dict)
-    """Extra variables PID 1 sets for the workload only (e.g. ``PYTEST_DISABLE_PLUGIN_AUTOLOAD``)."""
+    """Extra variables PID 1 sets for the workload only (``PYTEST_DISABLE_PLUGIN_AUTOLOAD``)."""
     labels: dict[str, str] = Field(default_factory=dict)
     """Extra container labels (run id); the owner label is always added by the backend."""
 
@@ -132,7 +132,7 @@ class SandboxResult(BaseModel):
     attested: bool = False
     exit_report_valid: bool = False
     exit_code: int | None = None
-    """The workload's exit code (128+N for signal N), from the exit report that Docker agrees with."""
+    """The workload's exit code (128+N for signal N), from an exit report Docker agrees with."""
     output: bytes = b""
     """The workload's output, at most the output budget."""
     output_truncated: bool = False

@@ -1,0 +1,47 @@
+"""PID 1's output through Docker's attach socket, opened before start so nothing is missed.
+
+The socket is the raw, hijacked connection under the SDK's HTTP response (we attach
+before the container starts, so no payload byte can sit in the HTTP reader's buffer).
+Reads wait at most ``poll_s``, so the caller checks cancellation and its deadline often.
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+RECV_BYTES = 65536
+ATTACH_PARAMS = {"stdout": 1, "stderr": 1, "stream": 1, "logs": 0}
+
+
+class AttachedStream:
+    """The attach connection of one container: bytes as they come, then EOF."""
+
+    def __init__(self, api: Any, container_id: str) -> None:
+        """Attach to ``container_id``'s stdout and stderr (multiplexed, non-TTY).
+
+        Raises:
+            docker.errors.APIError: the daemon refused the attach.
+        """
+        raw = api.attach_socket(container_id, params=ATTACH_PARAMS)
+        self._holder = raw
+        self._sock: socket.socket = getattr(raw, "_sock", raw)
+
+    def recv(self, poll_s: float) -> bytes | None:
+        """Up to 64 KiB: ``None`` when nothing came within ``poll_s``, ``b""`` at EOF."""
+        self._sock.settimeout(poll_s)
+        try:
+            return self._sock.recv(RECV_BYTES)
+        except TimeoutError:
+            return None
+        except OSError:
+            return b""
+
+    def close(self) -> None:
+        """Close the connection (safe to call twice)."""
+        try:
+            self._sock.close()
+        finally:
+            close = getattr(self._holder, "close", None)
+            if close is not None:
+                close()

@@ -1,0 +1,294 @@
+"""The Docker backend: one fresh container per run, verified before start, attested inside.
+
+Phases (each usable alone, so the next container can be prepared ahead of time):
+``prepare`` (create, inspect, verify), ``start`` (last checks, attach, start), ``wait``
+(frames until exit; the host's own deadline; cancellation), ``remove`` (always).
+``run`` composes them. Talks to Docker through the SDK, API 1.41.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from typing import Any
+
+from typing_extensions import override
+
+from sandbox_agent.errors import DockerUnavailable
+from sandbox_agent.sandbox import cleanup, reaper
+from sandbox_agent.sandbox.base import (
+    CancelToken,
+    Diagnostics,
+    PreparedSandbox,
+    SandboxBackend,
+    SandboxRequest,
+    SandboxResult,
+    SandboxStatus,
+)
+from sandbox_agent.sandbox.classify import classify_docker_error
+from sandbox_agent.sandbox.diagnostics import bounded, elapsed_ms
+from sandbox_agent.sandbox.owner import owner_value
+from sandbox_agent.sandbox.spec import build_spec, verify
+from sandbox_agent.sandbox.waiting import StartedSandbox, wait_for_exit
+
+DOCKER_API_VERSION = "1.41"
+DOCKER_TIMEOUT_S = 60.0
+"""Per-request timeout of the Docker client (create, start, inspect, remove)."""
+
+
+class DockerBackend(SandboxBackend):
+    """Runs each request in a fresh Docker container (runtime ``runc`` or ``runsc``)."""
+
+    def __init__(
+        self,
+        *,
+        image_id: str | None = None,
+        client: Any = None,
+        reap_on_first_use: bool = True,
+    ) -> None:
+        """Args:
+        image_id: the image every run must use; default the recorded runner image.
+        client: a ``docker.DockerClient`` (default: from the environment, API 1.41).
+        reap_on_first_use: reap dead controllers' containers before the first run.
+
+        Raises:
+            SetupError: no runner image is recorded for the current inputs.
+        """
+        if image_id is None:
+            from sandbox_agent.hostsetup.image import current_record
+
+            image_id = current_record().image_id
+        self.image_id = image_id
+        self._client = client
+        self._reap_pending = reap_on_first_use
+        self._lock = threading.Lock()
+        self.owner = owner_value()
+
+    @property
+    def api(self) -> Any:
+        """The low-level Docker API client.
+
+        Raises:
+            DockerUnavailable: no Docker client can be made here.
+        """
+        with self._lock:
+            if self._client is None:
+                import docker
+
+                try:
+                    self._client = docker.from_env(
+                        version=DOCKER_API_VERSION, timeout=int(DOCKER_TIMEOUT_S)
+                    )
+                except Exception as error:  # DockerException and friends
+                    raise DockerUnavailable(
+                        f"cannot reach Docker ({error}): run 'make setup'"
+                    ) from error
+            return self._client.api
+
+    @override
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+
+    @override
+    def reap(self) -> list[str]:
+        removed, failures = reaper.reap_containers(self.api)
+        return removed + [f"not removed: {line}" for line in failures]
+
+    def _reap_once(self) -> None:
+        if self._reap_pending:
+            self._reap_pending = False
+            self.reap()
+
+    def _docker_failed(self, error: Exception, phase: str) -> None:
+        """Raise DockerUnavailable when the daemon is gone; otherwise return to refuse."""
+        if classify_docker_error(str(error)) == "daemon_unavailable":
+            raise DockerUnavailable(f"Docker stopped answering during {phase}: {error}") from error
+
+    def prepare(
+        self, request: SandboxRequest, cancel: CancelToken | None = None
+    ) -> PreparedSandbox | SandboxResult:
+        """Create the container from its spec and verify it; refuse on any mismatch.
+
+        Returns:
+            The prepared sandbox, or a final result (``started`` false) when cancellation
+            or the deadline was due, or the container could not be created or verified
+            (then it is already removed).
+
+        Raises:
+            DockerUnavailable: the daemon does not answer.
+            SetupError: the pinned seccomp profile was changed.
+        """
+        cancel = cancel or CancelToken()
+        due = _due(cancel)
+        if due is not None:
+            return _not_started(request, due, "before create; nothing was created")
+        self._reap_once()
+        nonce = secrets.token_hex(16)
+        spec = build_spec(request, self.image_id, nonce, self.owner)
+        phase_ms: dict[str, float] = {}
+        started_at = time.monotonic()
+        try:
+            created = self.api.create_container_from_config(spec.create_body())
+        except Exception as error:  # the SDK raises requests and docker errors alike
+            self._docker_failed(error, "create")
+            return _refused(request, "create", f"create failed: {bounded(str(error))}", phase_ms)
+        container_id = str(created["Id"])
+        phase_ms["create"] = elapsed_ms(started_at)
+        started_at = time.monotonic()
+        try:
+            inspect = self.api.inspect_container(container_id)
+        except Exception as error:  # the SDK raises requests and docker errors alike
+            self._docker_failed(error, "inspect")
+            inspect = {}
+        mismatches = verify(spec, inspect) if inspect else ["inspect failed"]
+        phase_ms["verify"] = elapsed_ms(started_at)
+        prepared = PreparedSandbox(
+            container_id=container_id,
+            request=request,
+            nonce=nonce,
+            spec_sha256=spec.sha256(),
+            image_id=self.image_id,
+            phase_ms=phase_ms,
+        )
+        if mismatches:
+            result = _refused(
+                request,
+                "verify",
+                f"the container does not match its spec: {', '.join(mismatches)}",
+                phase_ms,
+                prepared=prepared,
+                verification=bounded(", ".join(mismatches)),
+            )
+            return self._finish(result, container_id)
+        return prepared
+
+    def start(
+        self, prepared: PreparedSandbox, cancel: CancelToken | None = None
+    ) -> StartedSandbox | SandboxResult:
+        """Last check of cancellation and deadline, attach to PID 1's output, then start.
+
+        Returns:
+            The started sandbox, or a final result (``started`` false, container removed).
+
+        Raises:
+            DockerUnavailable: the daemon does not answer.
+        """
+        cancel = cancel or CancelToken()
+        request = prepared.request
+        phase_ms = dict(prepared.phase_ms)
+        due = _due(cancel)
+        if due is not None:
+            result = _not_started(request, due, "before start; the container was removed")
+            result.phase_ms = phase_ms
+            _with_prepared(result, prepared)
+            return self._finish(result, prepared.container_id)
+        started_at = time.monotonic()
+        try:
+            stream = StartedSandbox.attach(self.api, prepared)
+        except Exception as error:  # the SDK raises requests and docker errors alike
+            self._docker_failed(error, "attach")
+            result = _refused(request, "start", f"attach failed: {bounded(str(error))}", phase_ms)
+            return self._finish(_with_prepared(result, prepared), prepared.container_id)
+        try:
+            self.api.start(prepared.container_id)
+        except Exception as error:  # the SDK raises requests and docker errors alike
+            stream.close()
+            self._docker_failed(error, "start")
+            kind = classify_docker_error(str(error))
+            result = _refused(
+                request, "start", f"start failed ({kind}): {bounded(str(error))}", phase_ms
+            )
+            return self._finish(_with_prepared(result, prepared), prepared.container_id)
+        phase_ms["start"] = elapsed_ms(started_at)
+        stream.mark_started(phase_ms)
+        return stream
+
+    def wait(self, started: StartedSandbox, cancel: CancelToken | None = None) -> SandboxResult:
+        """Read PID 1's frames until the container exits, then classify (not yet removed).
+
+        Raises:
+            DockerUnavailable: the daemon stopped answering.
+        """
+        try:
+            return wait_for_exit(self.api, started, cancel or CancelToken())
+        finally:
+            started.close()
+
+    def remove(self, container_id: str) -> str:
+        """Remove the container: ``removed`` or ``failed: <why>`` (left to the reaper)."""
+        return cleanup.remove(self.api, container_id)
+
+    def _finish(self, result: SandboxResult, container_id: str) -> SandboxResult:
+        started_at = time.monotonic()
+        result.cleanup = self.remove(container_id)
+        result.phase_ms["remove"] = elapsed_ms(started_at)
+        if result.cleanup != "removed":
+            result.diagnostics.detail = bounded(f"{result.diagnostics.detail} {result.cleanup}")
+        return result
+
+    @override
+    def run(self, request: SandboxRequest, cancel: CancelToken | None = None) -> SandboxResult:
+        prepared = self.prepare(request, cancel)
+        if isinstance(prepared, SandboxResult):
+            return prepared
+        started = self.start(prepared, cancel)
+        if isinstance(started, SandboxResult):
+            return started
+        try:
+            result = self.wait(started, cancel)
+        except BaseException:
+            self.remove(prepared.container_id)
+            raise
+        return self._finish(result, prepared.container_id)
+
+
+def _due(cancel: CancelToken) -> SandboxStatus | None:
+    if cancel.cancelled:
+        return "cancelled"
+    if cancel.deadline_passed():
+        return "timeout"
+    return None
+
+
+def _not_started(request: SandboxRequest, status: SandboxStatus, when: str) -> SandboxResult:
+    what = "cancelled" if status == "cancelled" else "deadline passed"
+    return SandboxResult(
+        status=status,
+        reason=f"{what} {when}",
+        started=False,
+        runtime=request.runtime,
+        diagnostics=Diagnostics(phase="none", detail=f"{what} {when}"),
+    )
+
+
+def _refused(
+    request: SandboxRequest,
+    phase: str,
+    why: str,
+    phase_ms: dict[str, float],
+    *,
+    prepared: PreparedSandbox | None = None,
+    verification: str = "not run",
+) -> SandboxResult:
+    result = SandboxResult(
+        status="refused",
+        reason=f"sandbox error: {why}",
+        started=False,
+        runtime=request.runtime,
+        phase_ms=dict(phase_ms),
+        diagnostics=Diagnostics(phase=phase, verification=verification, detail=bounded(why)),
+    )
+    return _with_prepared(result, prepared) if prepared is not None else result
+
+
+def _with_prepared(result: SandboxResult, prepared: PreparedSandbox) -> SandboxResult:
+    result.image_id = prepared.image_id
+    result.spec_sha256 = prepared.spec_sha256
+    result.diagnostics.container_id = prepared.container_id[:12]
+    if result.diagnostics.verification == "not run":
+        result.diagnostics.verification = "ok"
+    return result

@@ -1,0 +1,40 @@
+"""Reaping what crashed controllers left: containers (and workspaces) whose owner is dead.
+
+Only sandboxes carrying our owner label are considered, and only those whose owner
+process is provably gone from this host (``owner.owner_is_dead``) are removed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sandbox_agent.sandbox import cleanup
+from sandbox_agent.sandbox.owner import LABEL_OWNER, LABEL_SANDBOX, owner_is_dead
+
+
+def list_sandboxes(api: Any, owner: str | None = None) -> list[dict[str, Any]]:
+    """Every sandbox container (any state), or only those of ``owner``."""
+    label = f"{LABEL_OWNER}={owner}" if owner else f"{LABEL_SANDBOX}=1"
+    result: list[dict[str, Any]] = api.containers(all=True, filters={"label": label})
+    return result
+
+
+def reap_containers(api: Any) -> tuple[list[str], list[str]]:
+    """Remove sandbox containers whose owner process is dead.
+
+    Returns:
+        ``(removed, failures)``: short container ids removed, and one line per failure.
+    """
+    removed: list[str] = []
+    failures: list[str] = []
+    for entry in list_sandboxes(api):
+        owner = (entry.get("Labels") or {}).get(LABEL_OWNER, "")
+        if not owner_is_dead(owner):
+            continue
+        container_id = str(entry["Id"])
+        outcome = cleanup.remove(api, container_id)
+        if outcome == "removed":
+            removed.append(container_id[:12])
+        else:
+            failures.append(f"container {container_id[:12]}: {outcome}")
+    return removed, failures

@@ -1,0 +1,140 @@
+"""PID 1's two control records, checked on the host: the attestation and the exit report.
+
+A record is valid only when it parses, names this run's nonce and runtime, and (for the
+attestation) carries every required check, each passed. Anything else is described in
+one bounded line, never trusted.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from sandbox_agent.sandbox.base import RunnerReport, Runtime
+
+PROTOCOL_VERSION = 1
+REQUIRED_CHECKS = (
+    "pid1",
+    "uid",
+    "gid",
+    "capabilities",
+    "no_new_privs",
+    "seccomp",
+    "seccomp_canary",
+    "network",
+    "rootfs_readonly",
+    "workspace_readonly",
+    "tmp_mount",
+    "rlimits",
+    "cgroup_memory",
+    "cgroup_pids",
+    "environment",
+    "docker_socket",
+    "kernel",
+)
+"""docs/SANDBOX_PROTOCOL.md: every name is required on both runtimes."""
+MAX_WHY = 200
+
+
+class AttestationCheck(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    ok: bool
+    detail: str = ""
+
+
+class Attestation(BaseModel):
+    """The ``A`` record."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: Literal["attestation"]
+    v: int
+    nonce: str
+    runtime: Runtime
+    ok: bool
+    checks: list[AttestationCheck]
+
+
+class ExitReport(BaseModel):
+    """The ``X`` record."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: Literal["exit"]
+    v: int
+    nonce: str
+    exit_code: int
+    signal: int | None
+    timed_out: bool
+    output_bytes: int = Field(ge=0)
+    output_truncated: bool
+    duration_ms: float
+    oom_kills_delta: int | None
+    runner_report: dict[str, Any] | None
+    runner_report_error: str | None
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= MAX_WHY else text[: MAX_WHY - 3] + "..."
+
+
+def _parse(model: type[BaseModel], payload: bytes) -> tuple[Any, str]:
+    try:
+        return model.model_validate(json.loads(payload)), ""
+    except (ValueError, ValidationError) as error:
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        return None, f"malformed: {_short(first)}"
+
+
+def check_attestation(payload: bytes, nonce: str, runtime: Runtime) -> tuple[bool, str]:
+    """Check an attestation payload.
+
+    Returns:
+        ``(True, "valid")`` or ``(False, why)`` with ``why`` one of ``malformed: ...``
+        or ``failed: <check names>``.
+    """
+    record, why = _parse(Attestation, payload)
+    if record is None:
+        return False, why
+    assert isinstance(record, Attestation)  # noqa: S101 - narrowing for mypy
+    if record.v != PROTOCOL_VERSION or record.nonce != nonce or record.runtime != runtime:
+        return False, "malformed: wrong version, nonce or runtime"
+    names = {check.name for check in record.checks}
+    missing = [name for name in REQUIRED_CHECKS if name not in names]
+    failed = sorted({check.name for check in record.checks if not check.ok})
+    if missing:
+        return False, _short(f"failed: missing {', '.join(missing)}")
+    if failed or not record.ok:
+        return False, _short(f"failed: {', '.join(failed) or 'ok is false'}")
+    return True, "valid"
+
+
+def check_exit_report(
+    payload: bytes, nonce: str, output_bytes: int
+) -> tuple[ExitReport | None, str, RunnerReport | None]:
+    """Check an exit report against this run's nonce and the output the host received.
+
+    Returns:
+        ``(report, "valid", runner_report)`` or ``(None, why, None)``; the runner report is
+        None when absent or malformed (a malformed one does not invalidate the exit report).
+    """
+    record, why = _parse(ExitReport, payload)
+    if record is None:
+        return None, why, None
+    assert isinstance(record, ExitReport)  # noqa: S101 - narrowing for mypy
+    if record.v != PROTOCOL_VERSION or record.nonce != nonce:
+        return None, "malformed: wrong version or nonce", None
+    if record.output_bytes != output_bytes:
+        why = f"mismatch: reports {record.output_bytes} output bytes, host got {output_bytes}"
+        return None, why, None
+    runner: RunnerReport | None = None
+    if record.runner_report is not None:
+        try:
+            runner = RunnerReport.model_validate(record.runner_report)
+        except ValidationError:
+            runner = None
+    return record, "valid", runner

@@ -1,0 +1,253 @@
+"""One spec object drives both the Docker create request and the check of the inspect result.
+
+``ContainerSpec.fields()`` is the single declaration: every security-relevant field as
+``(inspect path, value)``. ``create_body()`` builds the create request from it, and
+``verify()`` compares the inspect result with the very same table, plus the facts only
+inspect shows (the resolved image ID, the mount list). Two lists would drift; one cannot.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from sandbox_agent.sandbox import seccomp
+from sandbox_agent.sandbox.base import Runtime, SandboxRequest
+from sandbox_agent.sandbox.owner import LABEL_OWNER, LABEL_SANDBOX
+from sandbox_supervisor.protocol import canonical_json
+
+PROTOCOL_VERSION = 1
+SANDBOX_UID = 10001
+SANDBOX_USER = f"{SANDBOX_UID}:{SANDBOX_UID}"
+SANDBOX_HOSTNAME = "sandbox"
+WORKSPACE_TARGET = "/workspace"
+TMP_TARGET = "/tmp"  # noqa: S108 - the container's own tmpfs, not a host path
+LOG_DRIVER = "none"
+"""PID 1's frames are read through attach; nothing needs to be kept in a log file."""
+KILL_GRACE_S = 1.0
+"""PID 1 sends SIGKILL this long after SIGTERM at its deadline."""
+NO_NEW_PRIVILEGES = "no-new-privileges:true"
+SUPERVISOR_COMMAND = ("/usr/bin/python3", "-I", "-S", "-B", "-m", "sandbox_supervisor")
+BASE_ENV: tuple[tuple[str, str], ...] = (
+    ("PATH", "/usr/local/bin:/usr/bin:/bin"),
+    ("HOME", "/tmp"),  # noqa: S108 - set here so Docker does not add one of its own
+    ("LANG", "C.UTF-8"),
+)
+"""The container's environment (Docker adds only ``HOSTNAME``, which we also fix)."""
+
+MASKED_PATHS = (
+    "/proc/asound",
+    "/proc/acpi",
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/latency_stats",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+    "/proc/sched_debug",
+    "/proc/scsi",
+    "/sys/firmware",
+)
+"""Docker 20.10's defaults, stated so that an empty list (nothing masked) is refused."""
+READONLY_PATHS = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger")
+
+# Inspect values that count as "nothing": Docker reports an unset list as null or [].
+_EMPTY: tuple[Any, ...] = (None, [], {}, "", False, 0)
+
+
+class ContainerSpec(BaseModel):
+    """Everything security-relevant about one sandbox container, frozen before create."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    image_id: str
+    """The recorded image ID (``sha256:...``); inspect's ``Image`` must equal it."""
+    runtime: Runtime
+    cmd: tuple[str, ...]
+    """PID 1's command: the supervisor and its canonical JSON config."""
+    env: tuple[str, ...]
+    """The exact container environment, ``NAME=value``, in order."""
+    labels: tuple[tuple[str, str], ...]
+    workspace: str
+    """Absolute host folder, bound read-only at ``/workspace``."""
+    seccomp_json: str
+    memory_bytes: int
+    nano_cpus: int
+    pids_limit: int
+    nofile: int
+    fsize_bytes: int
+    tmpfs_bytes: int
+
+    def fields(self) -> dict[str, Any]:
+        """Every checked field as ``{"Config.X" | "HostConfig.X": value}``; empty means none."""
+        return {
+            "Config.Image": self.image_id,
+            "Config.Cmd": list(self.cmd),
+            "Config.Entrypoint": None,
+            "Config.Env": list(self.env),
+            "Config.User": SANDBOX_USER,
+            "Config.Hostname": SANDBOX_HOSTNAME,
+            "Config.WorkingDir": WORKSPACE_TARGET,
+            "Config.Labels": dict(self.labels),
+            "Config.Tty": False,
+            "Config.OpenStdin": False,
+            "Config.AttachStdin": False,
+            "Config.AttachStdout": True,
+            "Config.AttachStderr": True,
+            "Config.ExposedPorts": None,
+            "Config.Volumes": None,
+            "HostConfig.Runtime": self.runtime,
+            "HostConfig.Privileged": False,
+            "HostConfig.CapDrop": ["ALL"],
+            "HostConfig.CapAdd": None,
+            "HostConfig.SecurityOpt": [NO_NEW_PRIVILEGES, f"seccomp={self.seccomp_json}"],
+            "HostConfig.NetworkMode": "none",
+            "HostConfig.ReadonlyRootfs": True,
+            "HostConfig.Binds": [f"{self.workspace}:{WORKSPACE_TARGET}:ro"],
+            "HostConfig.Mounts": None,
+            "HostConfig.VolumesFrom": None,
+            "HostConfig.Tmpfs": {TMP_TARGET: self.tmpfs_options},
+            "HostConfig.Memory": self.memory_bytes,
+            "HostConfig.MemorySwap": self.memory_bytes,
+            "HostConfig.NanoCpus": self.nano_cpus,
+            "HostConfig.PidsLimit": self.pids_limit,
+            "HostConfig.Ulimits": [
+                {"Name": "nofile", "Soft": self.nofile, "Hard": self.nofile},
+                {"Name": "fsize", "Soft": self.fsize_bytes, "Hard": self.fsize_bytes},
+            ],
+            "HostConfig.OomKillDisable": False,
+            "HostConfig.Devices": None,
+            "HostConfig.DeviceRequests": None,
+            "HostConfig.DeviceCgroupRules": None,
+            "HostConfig.ExtraHosts": None,
+            "HostConfig.Dns": None,
+            "HostConfig.PortBindings": None,
+            "HostConfig.PublishAllPorts": False,
+            "HostConfig.Links": None,
+            "HostConfig.GroupAdd": None,
+            "HostConfig.Sysctls": None,
+            "HostConfig.PidMode": "",
+            "HostConfig.IpcMode": "private",
+            "HostConfig.UTSMode": "",
+            "HostConfig.UsernsMode": "",
+            "HostConfig.CgroupParent": "",
+            "HostConfig.Init": None,
+            "HostConfig.LogConfig": {"Type": LOG_DRIVER, "Config": {}},
+            "HostConfig.AutoRemove": False,
+            "HostConfig.MaskedPaths": list(MASKED_PATHS),
+            "HostConfig.ReadonlyPaths": list(READONLY_PATHS),
+            "HostConfig.RestartPolicy": {"Name": "no", "MaximumRetryCount": 0},
+        }
+
+    @property
+    def tmpfs_options(self) -> str:
+        return f"rw,noexec,nosuid,nodev,size={self.tmpfs_bytes}"
+
+    def create_body(self) -> dict[str, Any]:
+        """The JSON body of ``POST /containers/create``, built from ``fields()`` only."""
+        body: dict[str, Any] = {"HostConfig": {}}
+        for path, value in self.fields().items():
+            section, _, name = path.partition(".")
+            target = body if section == "Config" else body["HostConfig"]
+            target[name] = value
+        return body
+
+    def sha256(self) -> str:
+        """sha256 of the spec's canonical JSON: names this exact container in the evidence."""
+        return hashlib.sha256(canonical_json(self.model_dump(mode="json"))).hexdigest()
+
+
+def supervisor_config(request: SandboxRequest, nonce: str) -> dict[str, Any]:
+    """PID 1's config (docs/SANDBOX_PROTOCOL.md): the argv element after the module name."""
+    limits = request.limits
+    container_env = dict(BASE_ENV)
+    return {
+        "v": PROTOCOL_VERSION,
+        "nonce": nonce,
+        "runtime": request.runtime,
+        "argv": list(request.argv),
+        "cwd": WORKSPACE_TARGET,
+        "workload_env": {**container_env, **request.workload_env},
+        "deadline_s": limits.timeout_s,
+        "kill_grace_s": KILL_GRACE_S,
+        "output_budget": limits.output_budget_bytes,
+        "expect": {
+            "uid": SANDBOX_UID,
+            "gid": SANDBOX_UID,
+            "memory_bytes": limits.memory_bytes,
+            "pids": limits.pids,
+            "nofile": limits.nofile,
+            "fsize_bytes": limits.fsize_bytes,
+            "tmpfs_bytes": limits.tmpfs_bytes,
+            "env": {**container_env, "HOSTNAME": SANDBOX_HOSTNAME},
+            "workspace": WORKSPACE_TARGET,
+            "tmp": TMP_TARGET,
+            "canary": seccomp.canary(request.runtime),
+        },
+    }
+
+
+def build_spec(request: SandboxRequest, image_id: str, nonce: str, owner: str) -> ContainerSpec:
+    """The spec of the container that runs ``request``.
+
+    Raises:
+        SetupError: the pinned seccomp profile is missing or was changed.
+    """
+    limits = request.limits
+    config = canonical_json(supervisor_config(request, nonce)).decode()
+    labels = {**request.labels, LABEL_SANDBOX: "1", LABEL_OWNER: owner}
+    return ContainerSpec(
+        image_id=image_id,
+        runtime=request.runtime,
+        cmd=(*SUPERVISOR_COMMAND, config),
+        env=tuple(f"{name}={value}" for name, value in BASE_ENV),
+        labels=tuple(sorted(labels.items())),
+        workspace=str(request.workspace.resolve()),
+        seccomp_json=seccomp.profile_json(),
+        memory_bytes=limits.memory_bytes,
+        nano_cpus=round(limits.cpus * 1e9),
+        pids_limit=limits.pids,
+        nofile=limits.nofile,
+        fsize_bytes=limits.fsize_bytes,
+        tmpfs_bytes=limits.tmpfs_bytes,
+    )
+
+
+def _lookup(inspect: dict[str, Any], path: str) -> Any:
+    section, _, name = path.partition(".")
+    holder = inspect.get(section)
+    return holder.get(name) if isinstance(holder, dict) else None
+
+
+def _matches(expected: Any, actual: Any) -> bool:
+    if expected is None or expected is False:
+        return actual in _EMPTY
+    return json.dumps(expected, sort_keys=True) == json.dumps(actual, sort_keys=True)
+
+
+def verify(spec: ContainerSpec, inspect: dict[str, Any]) -> list[str]:
+    """Compare a container's inspect result with its spec. Pure.
+
+    Returns:
+        The names of the fields that differ (``HostConfig.CapAdd``, ``Image``, ...);
+        an empty list means the container is exactly what the spec declares.
+    """
+    mismatches = [
+        path for path, value in spec.fields().items() if not _matches(value, _lookup(inspect, path))
+    ]
+    if inspect.get("Image") != spec.image_id:
+        mismatches.append("Image")
+    mounts = inspect.get("Mounts") or []
+    expected_mount = {
+        "Type": "bind",
+        "Source": spec.workspace,
+        "Destination": WORKSPACE_TARGET,
+        "RW": False,
+    }
+    if len(mounts) != 1 or any(mounts[0].get(k) != v for k, v in expected_mount.items()):
+        mismatches.append("Mounts")
+    if inspect.get("AppArmorProfile") not in ("", "docker-default", None):
+        mismatches.append("AppArmorProfile")
+    return mismatches
