@@ -1,0 +1,293 @@
+"""Running cases: one run (agent, then held-out tests, then the score), and many in parallel.
+
+Threads are enough: the work happens in containers. Each worker thread has its own
+sandbox backend. Every (case, repeat) is one run and one record; nothing is averaged.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sandbox_agent.controller.models import Budgets, RunConfig, RunResult
+from sandbox_agent.errors import SetupError, UsageError
+from sandbox_agent.evals.cases import EvalCase
+from sandbox_agent.evals.heldout import HeldOutResult, copy_regular_tree, not_run, run_held_out
+from sandbox_agent.evals.progress import ProgressBar
+from sandbox_agent.evals.records import Durations, RunRecord
+from sandbox_agent.evals.scoring import score_run
+from sandbox_agent.providers.base import ProviderOptions
+from sandbox_agent.sandbox.base import CancelToken, Runtime, SandboxBackend, SandboxLimits
+
+DEFAULT_JOBS = 1
+MAX_JOBS = 32
+DEFAULT_REPEATS = 1
+MAX_REPEATS = 100
+HARNESS_ERROR = "HARNESS_ERROR"
+
+
+class RunTaskFn(Protocol):
+    """``sandbox_agent.controller.run_task``'s shape (a fake controller in unit tests)."""
+
+    def __call__(
+        self,
+        config: RunConfig,
+        *,
+        cancel: CancelToken | None = ...,
+        on_final_workspace: Callable[[Path], None] | None = ...,
+        sandbox: SandboxBackend | None = ...,
+    ) -> RunResult: ...
+
+
+BackendFactory = Callable[[], SandboxBackend]
+
+
+class EvalOptions(BaseModel):
+    """How every run of one eval is configured."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    provider: str = "scripted"
+    model: str | None = None
+    runtime: Runtime = "runc"
+    repeats: int = Field(DEFAULT_REPEATS, ge=1, le=MAX_REPEATS)
+    jobs: int = Field(DEFAULT_JOBS, ge=1, le=MAX_JOBS)
+    trace_dir: Path | None = None
+    """Parent of every run's trace folder (``<results>/traces`` from the command)."""
+
+
+def build_config(case: EvalCase, options: EvalOptions, run_id: str) -> RunConfig:
+    """The controller configuration of one run of ``case``."""
+    task = case.task
+    plan = str(case.plan) if case.plan else None
+    return RunConfig(
+        task=task.prompt,
+        fixture=None if case.repo else task.fixture,
+        fixtures_dir=case.fixtures_dir,
+        repo=case.repo,
+        provider=options.provider,
+        provider_options=ProviderOptions(
+            plan_path=plan if options.provider == "scripted" else None,
+            reference_plan_path=plan,
+            run_id=run_id,
+            model=options.model,
+        ),
+        runtime=options.runtime,
+        budgets=Budgets(
+            max_iterations=task.max_iterations,
+            max_wall_seconds=task.max_wall_seconds,
+            max_denials=task.policy.max_denials,
+        ),
+        limits=SandboxLimits(timeout_s=task.test_timeout_s),
+        allowed_tools=task.allowed_tools,
+        trace_dir=options.trace_dir,
+        run_id=run_id,
+    )
+
+
+def _sandbox_counts(result: RunResult, held_out: HeldOutResult) -> tuple[int, int, float]:
+    """(timeouts, sandbox failures, milliseconds in the agent's run_tests calls)."""
+    statuses = [str(c.result.get("status", "")) for c in result.tool_calls if c.tool == "run_tests"]
+    sandbox_ms = sum(c.duration_ms for c in result.tool_calls if c.tool == "run_tests")
+    if result.final_tests is not None:
+        statuses.append(result.final_tests.status)
+    statuses.append(held_out.status)
+    timeouts = statuses.count("timeout") + (result.status == "TIMEOUT")
+    refused = statuses.count("refused")
+    if result.status == "SANDBOX_ERROR" and refused == 0:
+        refused = 1
+    return timeouts, refused, sandbox_ms
+
+
+def _record_config(config: RunConfig) -> dict[str, Any]:
+    return {
+        "budgets": config.budgets.model_dump(),
+        "limits": config.limits.model_dump(),
+        "runtime": config.runtime,
+        "allowed_tools": list(config.allowed_tools),
+        "plan": config.provider_options.reference_plan_path,
+    }
+
+
+def _error_record(case: EvalCase, repeat: int, config: RunConfig, error: str) -> RunRecord:
+    task = case.task
+    return RunRecord(
+        task_id=task.id,
+        task_version=task.version,
+        kind=task.kind,
+        repeat=repeat,
+        provider=config.provider,
+        model=config.provider_options.model or "",
+        config=_record_config(config),
+        fixture=task.fixture,
+        fixture_sha256="",
+        status=HARNESS_ERROR,
+        reason=error,
+        passed=False,
+        clean=False,
+        checks={},
+        attempted_violations=[],
+        executed_violations=[],
+        enforcement_held=True,
+        held_out=not_run("the run raised before it finished"),
+        steps=0,
+        tool_calls=0,
+        invalid_outputs=0,
+        policy_denials=0,
+        timeouts=0,
+        sandbox_failures=0,
+        files_changed=[],
+        durations=Durations(),
+        trace_path="",
+        error=error,
+    )
+
+
+def run_case(
+    case: EvalCase,
+    repeat: int,
+    options: EvalOptions,
+    backend: SandboxBackend,
+    run_task: RunTaskFn,
+    *,
+    cancel: CancelToken | None = None,
+) -> RunRecord:
+    """Run one case once: the agent, then its held-out tests on the final tree, then the score.
+
+    Raises:
+        UsageError: the case cannot run here (bad fixture, provider or plan).
+        SetupError: the host lacks Docker or the runner image.
+    """
+    task = case.task
+    run_id = f"eval-{task.id}-{repeat}-{uuid.uuid4().hex[:8]}"
+    config = build_config(case, options, run_id)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="sandbox-agent-eval-") as scratch:
+        final = Path(scratch) / "final"
+
+        def keep_final_tree(root: Path) -> None:
+            copy_regular_tree(root, final)
+
+        try:
+            result = run_task(
+                config, cancel=cancel, on_final_workspace=keep_final_tree, sandbox=backend
+            )
+        except (UsageError, SetupError):
+            raise
+        except Exception as error:  # one run's crash is recorded, the eval goes on
+            return _error_record(case, repeat, config, f"{type(error).__name__}: {error}")
+        agent_s = time.monotonic() - started
+        if final.is_dir():
+            held_out = run_held_out(
+                final,
+                case.held_out_dir,
+                backend,
+                module=task.held_out.module,
+                runtime=options.runtime,
+                limits=SandboxLimits(timeout_s=task.held_out.timeout_s),
+                cancel=cancel,
+            )
+        else:
+            held_out = not_run("the controller left no final tree")
+    score = score_run(task, result, held_out)
+    timeouts, refused, sandbox_ms = _sandbox_counts(result, held_out)
+    total_s = time.monotonic() - started
+    return RunRecord(
+        task_id=task.id,
+        task_version=task.version,
+        kind=task.kind,
+        repeat=repeat,
+        provider=result.provider or options.provider,
+        model=result.model or (options.model or ""),
+        config=_record_config(config),
+        fixture=task.fixture,
+        fixture_sha256=result.fixture.sha256_before,
+        status=result.status,
+        reason=result.reason,
+        passed=score.passed,
+        clean=score.clean,
+        checks=score.checks,
+        attempted_violations=score.attempted,
+        executed_violations=score.executed,
+        enforcement_held=score.enforcement_held,
+        held_out=held_out,
+        steps=result.budget_used.iterations,
+        tool_calls=result.budget_used.tool_calls,
+        invalid_outputs=result.budget_used.invalid_outputs,
+        policy_denials=result.budget_used.policy_denials,
+        timeouts=timeouts,
+        sandbox_failures=refused,
+        files_changed=result.files_changed,
+        durations=Durations(
+            agent_s=agent_s,
+            held_out_s=held_out.duration_ms / 1000,
+            total_s=total_s,
+            sandbox_ms=sandbox_ms,
+        ),
+        trace_path=result.trace_path,
+    )
+
+
+def run_all(
+    cases: Sequence[EvalCase],
+    options: EvalOptions,
+    *,
+    backend_factory: BackendFactory,
+    run_task: RunTaskFn,
+    progress: ProgressBar | None = None,
+) -> list[RunRecord]:
+    """Run every case ``options.repeats`` times, up to ``options.jobs`` at once.
+
+    Records come back in (case, repeat) order. Ctrl-C cancels every run in flight.
+
+    Raises:
+        UsageError: a case cannot run here.
+        SetupError: the host lacks what the runs need.
+    """
+    local = threading.local()
+    backends: list[SandboxBackend] = []
+    backends_lock = threading.Lock()
+    cancel = CancelToken()
+
+    def backend() -> SandboxBackend:
+        if not hasattr(local, "backend"):
+            local.backend = backend_factory()
+            with backends_lock:
+                backends.append(local.backend)
+        made: SandboxBackend = local.backend
+        return made
+
+    def one(index: int, repeat: int) -> RunRecord:
+        return run_case(cases[index], repeat, options, backend(), run_task, cancel=cancel)
+
+    work = [(index, repeat) for index in range(len(cases)) for repeat in range(options.repeats)]
+    records: dict[tuple[int, int], RunRecord] = {}
+    pool = ThreadPoolExecutor(max_workers=options.jobs, thread_name_prefix="eval")
+    try:
+        futures: dict[Future[RunRecord], tuple[int, int]] = {
+            pool.submit(one, index, repeat): (index, repeat) for index, repeat in work
+        }
+        for future in as_completed(futures):
+            record = future.result()
+            records[futures[future]] = record
+            if progress is not None:
+                progress.advance(record.passed)
+    except BaseException:
+        cancel.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    finally:
+        pool.shutdown(wait=True)
+        if progress is not None:
+            progress.close()
+        for made in backends:
+            made.close()
+    return [records[key] for key in work]

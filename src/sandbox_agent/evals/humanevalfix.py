@@ -1,0 +1,224 @@
+"""The HumanEvalFix (Python) suite: one generated repository per dataset row.
+
+Each repository holds the buggy function in ``solution.py`` (``prompt`` +
+``buggy_solution``) and a short public unittest suite made from the row's docstring
+examples (``example_test``; a smoke test where a row has none). The row's own
+``check`` is the held-out test. The reference plan applies the canonical fix as the
+smallest unique ``apply_patch`` edit; the control plan (``--no-fix``) only finishes.
+Dataset: bigcode-project/octopack HumanEvalPack, MIT licence (see its SOURCE.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from sandbox_agent.errors import UsageError
+from sandbox_agent.evals.cases import EvalCase
+from sandbox_agent.evals.tasks import HeldOut, SuccessCriteria, Task
+from sandbox_agent.settings import PROJECT_ROOT
+
+DATASET_ENV = "SANDBOX_AGENT_HUMANEVALFIX"
+"""Overrides the dataset path."""
+DEFAULT_DATASET = PROJECT_ROOT.parent / "shared/data/humanevalfix/humanevalpack-python.jsonl"
+MODULE = "solution"
+PUBLIC_TESTS = "test_examples.py"
+TASK_VERSION = 1
+TEST_TIMEOUT_S = 10.0
+"""Per sandbox run: three buggy rows (Python/10, /156, /160) loop forever."""
+MAX_ITERATIONS = 10
+MAX_WALL_SECONDS = 120.0
+
+
+class Row(BaseModel):
+    """The fields of a dataset row that the suite uses."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    task_id: str
+    prompt: str
+    buggy_solution: str
+    canonical_solution: str
+    test: str
+    example_test: str = ""
+    entry_point: str
+    bug_type: str = ""
+
+
+class PatchEdit(BaseModel):
+    """One ``apply_patch`` edit: ``old`` occurs exactly once in the module."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    old: str
+    new: str
+
+
+def dataset_path(override: str | None = None) -> Path:
+    """The dataset: ``override``, else ``$SANDBOX_AGENT_HUMANEVALFIX``, else ``../shared/...``."""
+    return Path(override or os.environ.get(DATASET_ENV) or DEFAULT_DATASET)
+
+
+def load_rows(path: Path) -> list[Row]:
+    """Read every row.
+
+    Raises:
+        UsageError: the file is absent or a row is malformed.
+    """
+    if not path.is_file():
+        raise UsageError(
+            f"HumanEvalFix dataset not found at {path}; pass --dataset PATH or set {DATASET_ENV}"
+        )
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(Row.model_validate(json.loads(line)))
+        except (ValueError, ValidationError) as error:
+            raise UsageError(f"{path}:{number}: not a HumanEvalFix row ({error})") from None
+    return rows
+
+
+def task_id(row: Row) -> str:
+    """``Python/10`` -> ``humanevalfix-python-10``."""
+    return "humanevalfix-" + row.task_id.lower().replace("/", "-")
+
+
+def module_text(row: Row, *, fixed: bool = False) -> str:
+    body = row.canonical_solution if fixed else row.buggy_solution
+    text = row.prompt + body
+    return text if text.endswith("\n") else text + "\n"
+
+
+def minimal_edit(row: Row) -> PatchEdit:
+    """The smallest line-wise edit turning the buggy module into the fixed one, widened
+    by context lines until ``old`` occurs exactly once.
+
+    Raises:
+        ValueError: no unique edit exists (the row is unusable).
+    """
+    buggy_text, fixed_text = module_text(row), module_text(row, fixed=True)
+    buggy = buggy_text.splitlines(keepends=True)
+    fixed = fixed_text.splitlines(keepends=True)
+    prefix = 0
+    while prefix < min(len(buggy), len(fixed)) and buggy[prefix] == fixed[prefix]:
+        prefix += 1
+    suffix = 0
+    while (
+        suffix < min(len(buggy), len(fixed)) - prefix and buggy[-1 - suffix] == fixed[-1 - suffix]
+    ):
+        suffix += 1
+    start, buggy_end, fixed_end = prefix, len(buggy) - suffix, len(fixed) - suffix
+    while True:
+        old = "".join(buggy[start:buggy_end])
+        if old and buggy_text.count(old) == 1:
+            edit = PatchEdit(old=old, new="".join(fixed[start:fixed_end]))
+            if buggy_text.replace(old, edit.new, 1) != fixed_text:
+                raise ValueError(f"{row.task_id}: the edit does not reproduce the fix")
+            return edit
+        if buggy_end < len(buggy):
+            buggy_end, fixed_end = buggy_end + 1, fixed_end + 1
+        elif start > 0:
+            start -= 1
+        else:
+            raise ValueError(f"{row.task_id}: no unique edit turns the buggy module into the fix")
+
+
+def _without_call(check_source: str, entry_point: str) -> str:
+    lines = check_source.rstrip().splitlines()
+    if lines and lines[-1].strip() == f"check({entry_point})":
+        lines = lines[:-1]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def public_tests(row: Row) -> str:
+    """The public unittest module from the docstring examples (``example_test``)."""
+    header = (
+        f'"""Examples from the docstring of {row.entry_point}."""\n\n'
+        f"import unittest\n\nfrom {MODULE} import {row.entry_point}\n\n"
+    )
+    if not row.example_test.strip():
+        return header + (
+            "\nclass ExampleTests(unittest.TestCase):\n"
+            "    def test_entry_point_is_callable(self) -> None:\n"
+            f"        self.assertTrue(callable({row.entry_point}))\n"
+        )
+    return (
+        header
+        + _without_call(row.example_test, row.entry_point)
+        + "\n\nclass ExampleTests(unittest.TestCase):\n"
+        + "    def test_examples(self) -> None:\n"
+        + f"        check({row.entry_point})\n"
+    )
+
+
+def held_out_tests(row: Row) -> str:
+    """The held-out module: the row's ``check``, run in the solution module's namespace."""
+    return (
+        f'"""Held-out check for {row.task_id} (HumanEvalFix, MIT licence)."""\n\n'
+        f"import unittest\n\nimport {MODULE}\n\nCHECK_SOURCE = {row.test!r}\n\n\n"
+        "class HeldOutCheck(unittest.TestCase):\n"
+        "    def test_check(self) -> None:\n"
+        f"        namespace = dict(vars({MODULE}))\n"
+        '        exec(compile(CHECK_SOURCE, "heldout_check", "exec"), namespace)\n'
+    )
+
+
+def plan(row: Row, *, fix: bool) -> dict[str, object]:
+    """The reference plan (canonical fix, run the tests, finish) or the control plan."""
+    if not fix:
+        return {"steps": [{"tool": "finish", "args": {"summary": "control: no change made"}}]}
+    edit = minimal_edit(row)
+    return {
+        "steps": [
+            {"tool": "read_file", "args": {"path": f"{MODULE}.py"}},
+            {
+                "tool": "apply_patch",
+                "args": {"edits": [{"path": f"{MODULE}.py", "old": edit.old, "new": edit.new}]},
+            },
+            {"tool": "run_tests", "args": {}},
+            {"tool": "finish", "args": {"summary": f"fixed {row.entry_point}"}},
+        ]
+    }
+
+
+def make_task(row: Row, held_out: Path) -> Task:
+    return Task(
+        id=task_id(row),
+        version=TASK_VERSION,
+        kind="humanevalfix",
+        fixture=row.task_id,
+        prompt=(
+            f"Fix bugs in {row.entry_point}. The function is in {MODULE}.py; "
+            f"its docstring examples are in {PUBLIC_TESTS}."
+        ),
+        max_iterations=MAX_ITERATIONS,
+        max_wall_seconds=MAX_WALL_SECONDS,
+        test_timeout_s=TEST_TIMEOUT_S,
+        success=SuccessCriteria(statuses=("SUCCEEDED",)),
+        expected_changes=(f"{MODULE}.py",),
+        held_out=HeldOut(path=str(held_out), timeout_s=TEST_TIMEOUT_S),
+    )
+
+
+def build_case(row: Row, root: Path, *, fix: bool) -> EvalCase:
+    """Write one task's repository, held-out folder and plan under ``root``."""
+    base = root / task_id(row)
+    repo, held_out = base / "repo", base / "held_out"
+    repo.mkdir(parents=True)
+    held_out.mkdir()
+    (repo / f"{MODULE}.py").write_text(module_text(row), encoding="utf-8")
+    (repo / PUBLIC_TESTS).write_text(public_tests(row), encoding="utf-8")
+    (held_out / "test_heldout.py").write_text(held_out_tests(row), encoding="utf-8")
+    plan_file = base / "plan.json"
+    plan_file.write_text(json.dumps(plan(row, fix=fix), indent=1), encoding="utf-8")
+    return EvalCase(task=make_task(row, held_out), repo=repo, plan=plan_file, held_out_dir=held_out)
+
+
+def build_suite(rows: list[Row], root: Path, *, fix: bool = True) -> list[EvalCase]:
+    """Build every row's case under ``root`` (a fresh temporary folder)."""
+    return [build_case(row, root, fix=fix) for row in rows]
