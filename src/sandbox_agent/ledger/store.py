@@ -194,12 +194,13 @@ class Ledger:
         now = time.time()
         with self._write() as conn:
             calls, run_tokens, run_micros = conn.execute(
-                f"SELECT COUNT(*), {_TOKENS}, {_SPEND} FROM requests "
+                f"SELECT COUNT(*), {_TOKENS}, {_SPEND} FROM requests "  # noqa: S608 - constants
                 "WHERE experiment = ? AND run_id = ?",
                 (experiment, run_id),
             ).fetchone()
             (experiment_micros,) = conn.execute(
-                f"SELECT {_SPEND} FROM requests WHERE experiment = ?", (experiment,)
+                f"SELECT {_SPEND} FROM requests WHERE experiment = ?",  # noqa: S608 - constants
+                (experiment,),
             ).fetchone()
             if calls + 1 > limits.max_calls:
                 raise BudgetExhausted("calls", limits.max_calls)

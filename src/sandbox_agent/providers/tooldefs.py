@@ -9,8 +9,9 @@ wrapping of it.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from sandbox_agent.tools.contracts import ARGS_MODELS, TOOL_NAMES, ToolName
 
@@ -33,11 +34,7 @@ def _inline_refs(node: Any, defs: Mapping[str, Any]) -> Any:
         ref = node.get("$ref")
         if isinstance(ref, str) and ref.startswith("#/$defs/"):
             return _inline_refs(copy.deepcopy(defs[ref.removeprefix("#/$defs/")]), defs)
-        return {
-            key: _inline_refs(value, defs)
-            for key, value in node.items()
-            if key != "$defs"
-        }
+        return {key: _inline_refs(value, defs) for key, value in node.items() if key != "$defs"}
     if isinstance(node, list):
         return [_inline_refs(item, defs) for item in node]
     return node
@@ -83,3 +80,33 @@ def openai_tools(definitions: Sequence[Mapping[str, object]]) -> list[dict[str, 
         }
         for d in definitions
     ]
+
+
+class PastCall(NamedTuple):
+    """A past turn that was a well-formed call of an offered tool, to replay as the API's own."""
+
+    name: str
+    args: dict[str, Any]
+
+
+def past_call(reply: str, offered: Iterable[str]) -> PastCall | None:
+    """Read a past reply back as a tool call, or None to replay it as plain text.
+
+    This decides only how the transcript is shown to the API; the controller alone
+    decided, at the time, whether the call was valid.
+    """
+    try:
+        parsed = json.loads(reply)
+    except ValueError:
+        return None
+    if not isinstance(parsed, dict) or set(parsed) != {"tool", "args"}:
+        return None
+    name, args = parsed["tool"], parsed["args"]
+    if not isinstance(name, str) or name not in set(offered) or not isinstance(args, dict):
+        return None
+    return PastCall(name, args)
+
+
+def raw_tool_call(name: str, args: object) -> str:
+    """The provider-neutral raw output ``{"tool": NAME, "args": ...}``, args passed on as-is."""
+    return json.dumps({"tool": name, "args": args}, ensure_ascii=False)

@@ -1,0 +1,236 @@
+"""One metered model request: reserve the worst case, send, settle; retry with backoff.
+
+Each attempt, retries included, is reserved in the ledger before it is sent, so a
+retry storm cannot spend past a budget either. An attempt that fails with an HTTP
+status is settled at zero (the APIs do not bill a refused request); one that timed
+out or lost its connection is settled at its reserved worst case, since the server
+may have done (and billed) the work. An attempt interrupted by a signal is left
+reserved, and keeps counting until settled or expired.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Generic, NamedTuple, TypeVar
+
+from sandbox_agent.errors import InfrastructureError
+from sandbox_agent.ledger.prices import Price, cost_micros
+from sandbox_agent.ledger.store import MICROS_PER_USD, Ledger, Outcome, SpendLimits
+from sandbox_agent.providers.base import ProviderOptions, Usage
+
+DEFAULT_MAX_COST_USD = 1.00
+"""``--max-cost-usd``: estimated spend of one run."""
+DEFAULT_EXPERIMENT_BUDGET_USD = 10.00
+"""``--experiment-budget-usd``: estimated spend of all runs of one experiment."""
+DEFAULT_MAX_CALLS = 60
+"""Requests per run, retries included."""
+DEFAULT_MAX_TOKENS = 2_000_000
+"""Input plus output tokens per run."""
+DEFAULT_MAX_RETRIES = 4
+"""Retries of one request after a 429, a 5xx or a timeout."""
+BACKOFF_BASE_SECONDS = 1.0
+BACKOFF_CAP_SECONDS = 30.0
+MAX_RETRY_AFTER_SECONDS = 60.0
+"""A server's ``retry-after`` is honoured up to this; longer waits are cut to it."""
+INPUT_BYTES_PER_TOKEN = 3
+"""Conservative: English text and code average nearer four bytes per token."""
+INPUT_OVERHEAD_TOKENS = 512
+"""What the API adds around the request (tool-use preamble, chat template)."""
+
+T = TypeVar("T")
+
+
+class Failure(NamedTuple):
+    """How one failed attempt is settled and whether it is retried. ``detail`` holds no secret."""
+
+    outcome: Outcome
+    retryable: bool
+    maybe_billed: bool
+    retry_after: float | None
+    detail: str
+
+
+class Metered(NamedTuple, Generic[T]):
+    response: T
+    usage: Usage
+    attempts: int
+
+
+class TokenCounts(NamedTuple):
+    input_tokens: int
+    output_tokens: int
+
+
+def estimate_input_tokens(payload: object) -> int:
+    """A conservative count of the input tokens of a request (its JSON bytes / 3 + overhead)."""
+    size = len(json.dumps(payload, ensure_ascii=False, default=str).encode())
+    return math.ceil(size / INPUT_BYTES_PER_TOKEN) + INPUT_OVERHEAD_TOKENS
+
+
+def limits_from_options(options: ProviderOptions) -> SpendLimits:
+    """The budgets of a run: the flags given, the named defaults for the rest."""
+
+    def pick(value: float | None, default: float) -> float:
+        return default if value is None else value
+
+    return SpendLimits(
+        max_cost_usd=pick(options.max_cost_usd, DEFAULT_MAX_COST_USD),
+        experiment_budget_usd=pick(options.experiment_budget_usd, DEFAULT_EXPERIMENT_BUDGET_USD),
+        max_calls=DEFAULT_MAX_CALLS if options.max_calls is None else options.max_calls,
+        max_tokens=DEFAULT_MAX_TOKENS if options.max_tokens is None else options.max_tokens,
+    )
+
+
+@dataclass
+class Meter:
+    """Meters every request of one run against the shared ledger."""
+
+    ledger: Ledger
+    limits: SpendLimits
+    price: Price
+    model: str
+    provider: str
+    experiment: str = "default"
+    run_id: str = ""
+    """The run the requests count against; a fresh id when empty."""
+    max_retries: int = DEFAULT_MAX_RETRIES
+    sleep: Callable[[float], None] = time.sleep
+    jitter: Callable[[], float] = random.random
+
+    def __post_init__(self) -> None:
+        self.run_id = self.run_id or uuid.uuid4().hex
+
+    def backoff(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds to wait before attempt ``attempt + 1``: the server's word, else exponential."""
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), MAX_RETRY_AFTER_SECONDS)
+        ceiling: float = min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1))
+        return ceiling / 2 + self.jitter() * ceiling / 2
+
+    def call(
+        self,
+        send: Callable[[], T],
+        *,
+        input_tokens: int,
+        max_output_tokens: int,
+        classify: Callable[[Exception], Failure | None],
+        usage_of: Callable[[T], TokenCounts | None],
+    ) -> Metered[T]:
+        """Send one request through the ledger, retrying what ``classify`` calls retryable.
+
+        Args:
+            send: performs the request once (the SDK with its own retries off).
+            input_tokens: the conservative estimate of the request's input tokens.
+            max_output_tokens: the request's output cap, as sent to the API.
+            classify: maps an SDK error to a ``Failure``; None for errors that are bugs.
+            usage_of: the tokens the API reported, None when it reported none.
+
+        Raises:
+            BudgetExhausted: a reservation (first attempt or retry) would exceed a budget.
+            InfrastructureError: the request failed for good; the message names no secret.
+        """
+        worst = TokenCounts(input_tokens, max_output_tokens)
+        worst_micros = cost_micros(self.price, *worst)
+        attempt = 0
+        while True:
+            attempt += 1
+            reservation = self.ledger.reserve(
+                experiment=self.experiment,
+                run_id=self.run_id,
+                model=self.model,
+                micros=worst_micros,
+                tokens=sum(worst),
+                limits=self.limits,
+            )
+            try:
+                response = send()
+            except Exception as error:
+                failure = classify(error)
+                billed = failure is None or failure.maybe_billed
+                spent = worst if billed else TokenCounts(0, 0)
+                self.ledger.settle(
+                    reservation,
+                    micros=worst_micros if billed else 0,
+                    input_tokens=spent.input_tokens,
+                    output_tokens=spent.output_tokens,
+                    outcome="failed" if failure is None else failure.outcome,
+                )
+                if failure is None:
+                    raise
+                if not failure.retryable or attempt > self.max_retries:
+                    # from None: the SDK error carries the request, headers included.
+                    raise InfrastructureError(
+                        f"{self.provider} API: {failure.detail} "
+                        f"(gave up after {attempt} attempt(s))"
+                    ) from None
+                self.sleep(self.backoff(attempt, failure.retry_after))
+                continue
+            used = usage_of(response) or worst
+            micros = cost_micros(self.price, *used)
+            self.ledger.settle(
+                reservation,
+                micros=micros,
+                input_tokens=used.input_tokens,
+                output_tokens=used.output_tokens,
+                outcome="ok",
+            )
+            usage = Usage(
+                input_tokens=used.input_tokens,
+                output_tokens=used.output_tokens,
+                cost_usd=micros / MICROS_PER_USD,
+            )
+            return Metered(response, usage, attempt)
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a ``retry-after`` header (seconds form only), None when absent or unreadable."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
+RETRYABLE_STATUSES = frozenset({408, 409, 429})
+_SAFE_ERROR_TYPE = re.compile(r"[a-z_]{1,64}\Z")
+
+
+def status_failure(
+    status: int, headers: Mapping[str, str], body: object, *, key_env: str
+) -> Failure:
+    """Classify an HTTP error answer. Only the status and the API's error *type* are kept:
+    error messages can echo parts of the request or of the key."""
+    error_type = ""
+    inner = body.get("error", body) if isinstance(body, dict) else None
+    if isinstance(inner, dict) and isinstance(inner.get("type"), str):
+        error_type = inner["type"] if _SAFE_ERROR_TYPE.match(inner["type"]) else ""
+    detail = f"HTTP {status}" + (f" {error_type}" if error_type else "")
+    if status in (401, 403):
+        detail += f": check {key_env}"
+    elif status == 404:
+        detail += ": check --model and --base-url"
+    retry_after = parse_retry_after(headers.get("retry-after"))
+    retry_after_ms = parse_retry_after(headers.get("retry-after-ms"))
+    if retry_after_ms is not None:
+        retry_after = retry_after_ms / 1000
+    if status == 429:
+        return Failure("rate_limited", True, False, retry_after, detail)
+    if status >= 500 or status in RETRYABLE_STATUSES:
+        return Failure("server_error", True, False, retry_after, detail)
+    return Failure("refused", False, False, None, detail)
+
+
+def transport_failure(*, timed_out: bool) -> Failure:
+    """A request that got no HTTP answer: it may still have been processed and billed."""
+    if timed_out:
+        return Failure("timeout", True, True, None, "request timed out")
+    return Failure("failed", True, True, None, "connection failed")

@@ -1,0 +1,178 @@
+"""The ``anthropic`` provider: the Messages API with tool use, through the official SDK.
+
+The transcript is replayed in the API's own form: a past tool call becomes an
+assistant ``tool_use`` block with an id, and the controller's answer a ``tool_result``
+block with the same id. The reply goes back to the controller as raw text, unvalidated.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anthropic
+from typing_extensions import override
+
+from sandbox_agent.ledger.meter import (
+    Failure,
+    Meter,
+    TokenCounts,
+    estimate_input_tokens,
+    limits_from_options,
+    status_failure,
+    transport_failure,
+)
+from sandbox_agent.ledger.prices import price_for
+from sandbox_agent.ledger.store import Ledger
+from sandbox_agent.providers.base import ModelReply, ModelRequest, Provider, ProviderOptions
+from sandbox_agent.providers.gate import KEY_ENV, check_gate
+from sandbox_agent.providers.tooldefs import (
+    anthropic_tools,
+    past_call,
+    raw_tool_call,
+    tool_definitions,
+)
+
+DEFAULT_REQUEST_TIMEOUT_SECONDS = 120.0
+EMPTY_REPLY_PLACEHOLDER = "(no output)"
+"""Replayed for an empty past reply: the API refuses empty text blocks."""
+
+
+def build_messages(request: ModelRequest, offered: set[str]) -> list[dict[str, Any]]:
+    """The task and the transcript as Messages API turns (tool_use / tool_result pairs)."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": request.task}]
+    for turn, exchange in enumerate(request.history):
+        call = past_call(exchange.reply, offered)
+        if call is None:
+            text = exchange.reply or EMPTY_REPLY_PLACEHOLDER
+            messages.append({"role": "assistant", "content": [{"type": "text", "text": text}]})
+            messages.append({"role": "user", "content": exchange.observation})
+            continue
+        call_id = f"toolu_sa{turn:04d}"
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": call_id, "name": call.name, "input": call.args}
+                ],
+            }
+        )
+        messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": call_id, "content": exchange.observation}
+                ],
+            }
+        )
+    return messages
+
+
+def reply_text(message: anthropic.types.Message) -> tuple[str, tuple[str, ...]]:
+    """The raw output for the controller, and notes on what was seen but not passed on."""
+    notes: list[str] = []
+    if message.stop_reason == "refusal":
+        notes.append("refusal")
+    tool_uses = [block for block in message.content if block.type == "tool_use"]
+    if not tool_uses:
+        notes.append("no tool call")
+        text = "".join(block.text for block in message.content if block.type == "text")
+        return text, tuple(notes)
+    if len(tool_uses) > 1:
+        notes.append(f"{len(tool_uses)} tool calls returned; only the first was kept")
+    return raw_tool_call(tool_uses[0].name, tool_uses[0].input), tuple(notes)
+
+
+def classify(error: Exception) -> Failure | None:
+    """An SDK error as a ledger ``Failure``; None for anything that is not an API error."""
+    if isinstance(error, anthropic.APIStatusError):
+        headers = dict(error.response.headers)
+        return status_failure(error.status_code, headers, error.body, key_env=KEY_ENV["anthropic"])
+    if isinstance(error, anthropic.APIConnectionError):
+        return transport_failure(timed_out=isinstance(error, anthropic.APITimeoutError))
+    return None
+
+
+def usage_of(message: anthropic.types.Message) -> TokenCounts | None:
+    """Input (cache reads and writes included, priced as input) and output tokens."""
+    usage = message.usage
+    cached = (usage.cache_creation_input_tokens or 0) + (usage.cache_read_input_tokens or 0)
+    return TokenCounts(usage.input_tokens + cached, usage.output_tokens)
+
+
+class AnthropicProvider(Provider):
+    """Model turns from the Messages API, each request metered through the spend ledger."""
+
+    name = "anthropic"
+
+    def __init__(
+        self, *, client: anthropic.Anthropic, model: str, meter: Meter, max_output_tokens: int
+    ) -> None:
+        self._client = client
+        self._model = model
+        self._meter = meter
+        self._max_output_tokens = max_output_tokens
+
+    @override
+    def complete(self, request: ModelRequest) -> ModelReply:
+        """Return the next turn: the first tool call as raw text, or the text answer as-is.
+
+        Raises:
+            BudgetExhausted: a spend, call or token budget would be exceeded by this request.
+            InfrastructureError: the API could not be reached or refused, after retries.
+        """
+        tools = request.tools or tool_definitions()
+        offered = {str(tool["name"]) for tool in tools}
+        params: dict[str, Any] = {
+            "model": self._model,
+            "max_tokens": self._max_output_tokens,
+            "system": request.system,
+            "messages": build_messages(request, offered),
+            "tools": anthropic_tools(tools),
+            # One tool call per turn, and always a tool call: the loop has no other input.
+            "tool_choice": {"type": "any", "disable_parallel_tool_use": True},
+        }
+        metered = self._meter.call(
+            lambda: self._client.messages.create(**params),
+            input_tokens=estimate_input_tokens(params),
+            max_output_tokens=self._max_output_tokens,
+            classify=classify,
+            usage_of=usage_of,
+        )
+        text, notes = reply_text(metered.response)
+        if metered.attempts > 1:
+            notes += (f"sent {metered.attempts} times (retries)",)
+        return ModelReply(text=text, usage=metered.usage, model=metered.response.model, notes=notes)
+
+
+def create(options: ProviderOptions) -> Provider:
+    """The ``anthropic`` provider, behind the opt-in gate.
+
+    Raises:
+        UsageError: the gate is closed (naming what is missing), the model has no known
+            price, or the ledger cannot be opened.
+    """
+    passed = check_gate("anthropic", options.model, base_url=options.base_url)
+    price = price_for(
+        passed.model,
+        input_per_mtok=options.price_per_mtok_in,
+        output_per_mtok=options.price_per_mtok_out,
+    )
+    meter = Meter(
+        ledger=Ledger(Path(options.ledger_path) if options.ledger_path else None),
+        limits=limits_from_options(options),
+        price=price,
+        model=passed.model,
+        provider="anthropic",
+        experiment=options.experiment,
+        run_id=options.run_id,
+    )
+    client = anthropic.Anthropic(
+        api_key=passed.api_key,
+        base_url=options.base_url,
+        max_retries=0,
+        timeout=DEFAULT_REQUEST_TIMEOUT_SECONDS,
+    )
+    return AnthropicProvider(
+        client=client, model=passed.model, meter=meter, max_output_tokens=options.max_output_tokens
+    )

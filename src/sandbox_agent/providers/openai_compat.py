@@ -1,0 +1,201 @@
+"""The ``openai`` provider: chat completions with tools, through the official SDK.
+
+``--base-url`` points it at any OpenAI-compatible server (vLLM, Ollama, llama.cpp's
+server). A past tool call is replayed as an assistant message with ``tool_calls`` and
+an id, the controller's answer as a ``role: "tool"`` message with the same id. The
+reply goes back to the controller as raw text: malformed arguments are passed on
+as-is, for the controller to count as an invalid output.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import openai
+from openai.types.chat import ChatCompletion
+from typing_extensions import override
+
+from sandbox_agent.ledger.meter import (
+    Failure,
+    Meter,
+    TokenCounts,
+    estimate_input_tokens,
+    limits_from_options,
+    status_failure,
+    transport_failure,
+)
+from sandbox_agent.ledger.prices import price_for
+from sandbox_agent.ledger.store import Ledger
+from sandbox_agent.providers.base import ModelReply, ModelRequest, Provider, ProviderOptions
+from sandbox_agent.providers.gate import KEY_ENV, check_gate
+from sandbox_agent.providers.tooldefs import (
+    openai_tools,
+    past_call,
+    raw_tool_call,
+    tool_definitions,
+)
+
+DEFAULT_REQUEST_TIMEOUT_SECONDS = 120.0
+EMPTY_REPLY_PLACEHOLDER = "(no output)"
+
+
+def build_messages(request: ModelRequest, offered: set[str]) -> list[dict[str, Any]]:
+    """System prompt, task and transcript as chat messages (tool_calls / tool pairs)."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": request.system},
+        {"role": "user", "content": request.task},
+    ]
+    for turn, exchange in enumerate(request.history):
+        call = past_call(exchange.reply, offered)
+        if call is None:
+            text = exchange.reply or EMPTY_REPLY_PLACEHOLDER
+            messages.append({"role": "assistant", "content": text})
+            messages.append({"role": "user", "content": exchange.observation})
+            continue
+        call_id = f"call_sa{turn:04d}"
+        function = {"name": call.name, "arguments": json.dumps(call.args, ensure_ascii=False)}
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": call_id, "type": "function", "function": function}],
+            }
+        )
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": exchange.observation})
+    return messages
+
+
+def reply_text(completion: ChatCompletion) -> tuple[str, tuple[str, ...]]:
+    """The raw output for the controller, and notes on what was seen but not passed on."""
+    if not completion.choices:
+        return "", ("no choices returned",)
+    message = completion.choices[0].message
+    if message.refusal:
+        return message.refusal, ("refusal",)
+    calls = [call for call in message.tool_calls or [] if call.type == "function"]
+    if not calls:
+        return message.content or "", ("no tool call",)
+    notes = (
+        (f"{len(calls)} tool calls returned; only the first was kept",) if len(calls) > 1 else ()
+    )
+    first = calls[0].function
+    try:
+        args = json.loads(first.arguments)
+    except ValueError:
+        return first.arguments, (*notes, "tool arguments are not JSON; passed on as-is")
+    if not isinstance(args, dict):
+        return first.arguments, (*notes, "tool arguments are not an object; passed on as-is")
+    return raw_tool_call(first.name, args), notes
+
+
+def classify(error: Exception) -> Failure | None:
+    """An SDK error as a ledger ``Failure``; None for anything that is not an API error."""
+    if isinstance(error, openai.APIStatusError):
+        headers = dict(error.response.headers)
+        return status_failure(error.status_code, headers, error.body, key_env=KEY_ENV["openai"])
+    if isinstance(error, openai.APIConnectionError):
+        return transport_failure(timed_out=isinstance(error, openai.APITimeoutError))
+    return None
+
+
+def usage_of(completion: ChatCompletion) -> TokenCounts | None:
+    """The tokens the server reported; None (settled at the reserved worst case) without them."""
+    if completion.usage is None:
+        return None
+    return TokenCounts(completion.usage.prompt_tokens, completion.usage.completion_tokens)
+
+
+class OpenAICompatProvider(Provider):
+    """Model turns from a chat completions endpoint, each request metered through the ledger."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        *,
+        client: openai.OpenAI,
+        model: str,
+        meter: Meter,
+        max_output_tokens: int,
+        official: bool,
+    ) -> None:
+        self._client = client
+        self._model = model
+        self._meter = meter
+        self._max_output_tokens = max_output_tokens
+        self._official = official
+
+    @override
+    def complete(self, request: ModelRequest) -> ModelReply:
+        """Return the next turn: the first tool call as raw text, or the text answer as-is.
+
+        Raises:
+            BudgetExhausted: a spend, call or token budget would be exceeded by this request.
+            InfrastructureError: the API could not be reached or refused, after retries.
+        """
+        tools = request.tools or tool_definitions()
+        offered = {str(tool["name"]) for tool in tools}
+        params: dict[str, Any] = {
+            "model": self._model,
+            "messages": build_messages(request, offered),
+            "tools": openai_tools(tools),
+            "stream": False,
+        }
+        if self._official:
+            params["max_completion_tokens"] = self._max_output_tokens
+            params["tool_choice"] = "required"
+            params["parallel_tool_calls"] = False
+        else:
+            # Local servers differ in what they accept: only the oldest, widest-known fields.
+            params["max_tokens"] = self._max_output_tokens
+        metered = self._meter.call(
+            lambda: self._client.chat.completions.create(**params),
+            input_tokens=estimate_input_tokens(params),
+            max_output_tokens=self._max_output_tokens,
+            classify=classify,
+            usage_of=usage_of,
+        )
+        text, notes = reply_text(metered.response)
+        if metered.attempts > 1:
+            notes += (f"sent {metered.attempts} times (retries)",)
+        model = metered.response.model or self._model
+        return ModelReply(text=text, usage=metered.usage, model=model, notes=notes)
+
+
+def create(options: ProviderOptions) -> Provider:
+    """The ``openai`` provider, behind the opt-in gate.
+
+    Raises:
+        UsageError: the gate is closed (naming what is missing), the model has no known
+            price, or the ledger cannot be opened.
+    """
+    passed = check_gate("openai", options.model, base_url=options.base_url)
+    price = price_for(
+        passed.model,
+        input_per_mtok=options.price_per_mtok_in,
+        output_per_mtok=options.price_per_mtok_out,
+    )
+    meter = Meter(
+        ledger=Ledger(Path(options.ledger_path) if options.ledger_path else None),
+        limits=limits_from_options(options),
+        price=price,
+        model=passed.model,
+        provider="openai",
+        experiment=options.experiment,
+        run_id=options.run_id,
+    )
+    client = openai.OpenAI(
+        api_key=passed.api_key,
+        base_url=options.base_url,
+        max_retries=0,
+        timeout=DEFAULT_REQUEST_TIMEOUT_SECONDS,
+    )
+    return OpenAICompatProvider(
+        client=client,
+        model=passed.model,
+        meter=meter,
+        max_output_tokens=options.max_output_tokens,
+        official=options.base_url is None,
+    )
