@@ -1,0 +1,79 @@
+"""The policy of one run: which tools, which paths may change, which runner."""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sandbox_agent.policy.commands import RunnerName
+from sandbox_agent.policy.protected import protected_reason
+from sandbox_agent.policy.runner_detect import detect_runner
+
+
+def all_tools() -> frozenset[str]:
+    """The six tool names (imported here, not at the top: ``tools`` imports ``policy``)."""
+    from sandbox_agent.tools.contracts import TOOL_NAMES
+
+    return frozenset(TOOL_NAMES)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What the model may do in one run. Decided by the controller, never by the model."""
+
+    runner: RunnerName = "unittest"
+    """The allowlisted test runner (``detect_runner`` for ``--runner auto``)."""
+    allowed_tools: frozenset[str] = field(default_factory=all_tools)
+    """Per-task tool allowlist."""
+    final_diff_allowlist: tuple[str, ...] | None = None
+    """Globs (``fnmatch``, ``*`` crosses ``/``) every changed path must match; None: any path."""
+    extra_protected: tuple[str, ...] = ()
+    """More protected globs for this task, on top of DESIGN.md section 2's."""
+
+    @classmethod
+    def for_repo(
+        cls,
+        repo: Path,
+        *,
+        runner: str = "auto",
+        allowed_tools: frozenset[str] | None = None,
+        final_diff_allowlist: tuple[str, ...] | None = None,
+    ) -> Policy:
+        """The policy for ``repo``, detecting the runner when ``runner`` is ``"auto"``."""
+        chosen: RunnerName = detect_runner(repo) if runner == "auto" else _runner_name(runner)
+        return cls(
+            runner=chosen,
+            allowed_tools=allowed_tools if allowed_tools is not None else all_tools(),
+            final_diff_allowlist=final_diff_allowlist,
+        )
+
+    def protected_reason(self, path: str) -> str | None:
+        """Why ``path`` may not be changed, or None when it may."""
+        reason = protected_reason(path)
+        if reason is None and any(fnmatch.fnmatchcase(path, glob) for glob in self.extra_protected):
+            reason = "protected by this task's policy"
+        return reason
+
+    def check_final_diff(self, files_changed: list[str]) -> list[str]:
+        """One line per violation in the final diff: a protected path, or one off the allowlist."""
+        violations: list[str] = []
+        for path in files_changed:
+            reason = self.protected_reason(path)
+            if reason is not None:
+                violations.append(f"{path}: protected ({reason})")
+            elif self.final_diff_allowlist is not None and not any(
+                fnmatch.fnmatchcase(path, glob) for glob in self.final_diff_allowlist
+            ):
+                violations.append(f"{path}: not in the final-diff allowlist")
+        return violations
+
+
+def _runner_name(runner: str) -> RunnerName:
+    if runner == "unittest":
+        return "unittest"
+    if runner == "pytest":
+        return "pytest"
+    from sandbox_agent.errors import UsageError
+
+    raise UsageError(f"unknown runner '{runner}'; use auto, unittest or pytest")

@@ -1,0 +1,71 @@
+"""Protected paths (DESIGN.md section 2): refused by ``apply_patch``, checked on the final diff.
+
+Names are compared after NFKC normalisation and case folding, so ``Tests/``,
+fullwidth ``conftest.py`` lookalikes or ``SiteCustomize.py`` are protected too.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import unicodedata
+
+TEST_DIR_NAMES = frozenset({"test", "tests", "testing", "testdata", "test_data", "fixtures"})
+"""Tests and test data, at any depth."""
+TEST_FILE_GLOBS = ("test_*.py", "*_test.py", "tests.py")
+"""Test modules, at any depth."""
+TEST_CONFIG_NAMES = frozenset(
+    {
+        "conftest.py",
+        "pytest.ini",
+        ".pytest.ini",
+        "tox.ini",
+        "setup.cfg",
+        "pyproject.toml",
+        "noxfile.py",
+    }
+)
+"""Test configuration, at any depth. ``setup.cfg`` and ``pyproject.toml`` are protected
+whole: a section that configures tests cannot be told apart safely from one that does not."""
+STARTUP_HOOK_NAMES = frozenset({"sitecustomize.py", "usercustomize.py"})
+STARTUP_HOOK_GLOBS = ("*.pth",)
+"""Interpreter start-up hooks, at any depth."""
+CONTROL_DIR_NAMES = frozenset(
+    {"eval", "evals", "evaluation", "policy", "policies", ".sandbox-agent", ".git", ".github"}
+)
+"""Evaluation and policy folders (and version-control metadata), at the top level."""
+RUNNER_MODULE_NAMES = frozenset({"unittest", "pytest", "_pytest", "pluggy", "sandbox_supervisor"})
+"""Top-level modules or packages that would shadow the test runner itself."""
+
+
+def fold(name: str) -> str:
+    """The comparison form of a path component."""
+    return unicodedata.normalize("NFKC", name).casefold()
+
+
+def protected_reason(path: str) -> str | None:
+    """Why ``path`` (relative, ``/``-separated) is protected, or None when it is not."""
+    parts = [fold(part) for part in path.split("/") if part not in ("", ".")]
+    if not parts:
+        return None
+    name = parts[-1]
+    for folder in parts[:-1]:
+        if folder in TEST_DIR_NAMES:
+            return f"inside the test folder '{folder}'"
+    if parts[0] in CONTROL_DIR_NAMES and len(parts) > 1:
+        return f"inside the protected folder '{parts[0]}'"
+    if name in TEST_CONFIG_NAMES:
+        return "test configuration"
+    if name in STARTUP_HOOK_NAMES or _matches(name, STARTUP_HOOK_GLOBS):
+        return "an interpreter start-up hook"
+    if _matches(name, TEST_FILE_GLOBS):
+        return "a test module"
+    if name in TEST_DIR_NAMES or parts[0] in CONTROL_DIR_NAMES:
+        return "a protected folder name"
+    top = parts[0].removesuffix(".py")
+    if top in RUNNER_MODULE_NAMES:
+        return f"would shadow the test runner module '{top}'"
+    return None
+
+
+def _matches(name: str, globs: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatchcase(name, glob) for glob in globs)

@@ -1,0 +1,149 @@
+"""The test verdict, computed from sandbox evidence only. Printing cannot claim it.
+
+Test code runs in the runner's own process, so its stdout is untrusted and never
+parsed. A run passes only when all of these hold:
+
+- the sandbox status is ``completed`` (a valid attestation and an exit report that
+  Docker agrees with), and the run was attested;
+- the exit code is 0;
+- the trusted wrapper's report (fd 3, collected by PID 1) exists, names the runner
+  that was asked for, and says at least one test ran that was not skipped, with no
+  failures and no errors;
+- the report and the exit code agree (a clean report with a non-zero exit, or a
+  failing report with exit 0, is inconsistent and fails).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Any, ClassVar, NamedTuple
+
+from pydantic import BaseModel, ConfigDict
+
+from sandbox_agent.sandbox.base import SandboxResult
+
+
+class Verdict(NamedTuple):
+    passed: bool
+    reason: str
+    tests_run: int
+    failures: int
+    errors: int
+
+
+def judge(result: SandboxResult, runner: str) -> Verdict:
+    """Pass or fail from the evidence of one sandbox run (see the module docstring)."""
+    report = result.runner_report
+    tests_run = report.tests_run if report else 0
+    failures = report.failures if report else 0
+    errors = report.errors if report else 0
+
+    def fail(reason: str) -> Verdict:
+        return Verdict(False, reason, tests_run, failures, errors)
+
+    if result.status != "completed":
+        return fail(f"the sandbox run ended '{result.status}': {result.reason}")
+    if not result.attested or not result.exit_report_valid:
+        return fail("the sandbox run is not attested with a valid exit report")
+    if report is None:
+        return fail("the runner wrote no report: no test ran, or the run was cut short")
+    if report.runner != runner:
+        return fail(f"the report is from runner '{report.runner}', not '{runner}'")
+    if tests_run - report.skipped < 1:
+        return fail("no test ran")
+    clean = failures == 0 and errors == 0
+    if clean and result.exit_code != 0:
+        return fail(f"exit code {result.exit_code} with a clean report: inconsistent, not a pass")
+    if not clean and result.exit_code == 0:
+        return fail("exit code 0 with failures in the report: inconsistent, not a pass")
+    if not clean:
+        return fail(f"{failures} failed, {errors} errors of {tests_run} tests")
+    return Verdict(True, f"{tests_run} tests ran, none failed", tests_run, failures, errors)
+
+
+class TestRun(BaseModel):
+    """One test run's verdict and evidence (a ``run_tests`` call or the final run)."""
+
+    __test__: ClassVar[bool] = False  # not a pytest test class, despite the name
+
+    model_config = ConfigDict(extra="forbid")
+
+    passed: bool
+    tests_run: int
+    failures: int
+    """Tests that failed or errored (``errors`` alone is below)."""
+    errors: int
+    status: str
+    """The sandbox status (``completed``, ``timeout``, ``refused``, ...)."""
+    exit_code: int | None
+    attested: bool
+    runtime: str
+    runner: str
+    selector: str | None
+    reason: str
+    """One line: why it passed or failed."""
+    summary: str
+    """Bounded and control-character free: the counts and the last lines of output."""
+    sandbox: SandboxResult
+
+    @classmethod
+    def from_result(
+        cls,
+        result: SandboxResult,
+        *,
+        runner: str,
+        selector: str | None,
+        max_summary_bytes: int,
+        summary_lines: int,
+    ) -> TestRun:
+        """Judge ``result`` and summarise it."""
+        verdict = judge(result, runner)
+        head = (
+            f"{'PASSED' if verdict.passed else 'FAILED'}: {verdict.reason} "
+            f"(tests_run={verdict.tests_run} failures={verdict.failures} errors={verdict.errors} "
+            f"status={result.status} exit_code={result.exit_code})"
+        )
+        return cls(
+            passed=verdict.passed,
+            tests_run=verdict.tests_run,
+            failures=verdict.failures + verdict.errors,
+            errors=verdict.errors,
+            status=result.status,
+            exit_code=result.exit_code,
+            attested=result.attested,
+            runtime=result.runtime,
+            runner=runner,
+            selector=selector,
+            reason=verdict.reason,
+            summary=summarise(head, result.output, max_summary_bytes, summary_lines),
+            sandbox=result,
+        )
+
+    def evidence(self) -> dict[str, Any]:
+        """The JSON-safe ``run_tests`` result (DESIGN.md section 6), without raw output."""
+        return self.model_dump(exclude={"sandbox"}) | {
+            "output_truncated": self.sandbox.output_truncated
+        }
+
+
+def summarise(head: str, output: bytes, max_bytes: int, max_lines: int) -> str:
+    """``head``, then the last ``max_lines`` lines of ``output``, within ``max_bytes``.
+
+    Control and format characters (terminal escapes, bidi overrides) are replaced, so
+    the summary cannot rewrite what a reader of the trace sees.
+    """
+    text = output.decode("utf-8", errors="replace")
+    tail = [_clean(line)[:200] for line in text.splitlines()[-max_lines:]]
+    body = "\n".join(tail)
+    budget = max_bytes - len(head.encode("utf-8")) - 1
+    encoded = body.encode("utf-8")
+    if len(encoded) > budget:
+        body = encoded[len(encoded) - max(budget, 0) :].decode("utf-8", errors="ignore")
+    return f"{head}\n{body}" if body else head
+
+
+def _clean(line: str) -> str:
+    return "".join(
+        "?" if unicodedata.category(char) in ("Cc", "Cf", "Cs") and char != "\t" else char
+        for char in line
+    )

@@ -1,0 +1,163 @@
+"""The ToolBox: the model's only hands. One call in, one bounded ``ToolOutcome`` out."""
+
+from __future__ import annotations
+
+import time
+
+from sandbox_agent.errors import ToolDenied
+from sandbox_agent.policy import Policy, denials, runner_command
+from sandbox_agent.sandbox.base import (
+    CancelToken,
+    Runtime,
+    SandboxBackend,
+    SandboxLimits,
+    SandboxRequest,
+)
+from sandbox_agent.tools import files, patch
+from sandbox_agent.tools.contracts import (
+    ARGS_MODELS,
+    ApplyPatchArgs,
+    FinishArgs,
+    ListFilesArgs,
+    ReadFileArgs,
+    RunTestsArgs,
+    SearchArgs,
+    ToolArgs,
+    ToolCall,
+    ToolOutcome,
+)
+from sandbox_agent.tools.files import ToolResult
+from sandbox_agent.tools.limits import ToolLimits
+from sandbox_agent.tools.testrun import TestRun
+from sandbox_agent.workspace import Workspace
+
+RUN_LABEL = "sandbox-agent.purpose"
+
+
+class ToolBox:
+    """Executes validated tool calls against one workspace, under one policy."""
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        policy: Policy,
+        sandbox: SandboxBackend,
+        *,
+        runtime: Runtime = "runc",
+        limits: SandboxLimits = SandboxLimits(),  # noqa: B008 - frozen, immutable default
+        cancel: CancelToken | None = None,
+        tool_limits: ToolLimits | None = None,
+    ) -> None:
+        """Args:
+        workspace: the private copy every tool works on.
+        policy: tools, protected paths and the runner.
+        sandbox: where ``run_tests`` runs.
+        runtime: ``runc`` or ``runsc``.
+        limits: resource limits of each sandbox run.
+        cancel: cancellation and deadline, passed to every sandbox run.
+        tool_limits: bounds on what each tool reads and writes.
+        """
+        self.workspace = workspace
+        self.policy = policy
+        self.sandbox = sandbox
+        self.runtime: Runtime = runtime
+        self.limits = limits
+        self.cancel = cancel
+        self.tool_limits = tool_limits or ToolLimits()
+        self.finish_summary: str | None = None
+        """What the model said in ``finish``: recorded, never believed."""
+        self.test_runs: list[TestRun] = []
+        """Every test run of this tool box, ``run_tests`` calls and the final run."""
+
+    def execute(self, call: ToolCall) -> ToolOutcome:
+        """Run one call. Never raises for anything the model did: a refusal is a denial.
+
+        Raises:
+            InfrastructureError: our own side failed (workspace, Docker).
+        """
+        started = time.monotonic()
+        try:
+            if call.tool not in self.policy.allowed_tools:
+                raise ToolDenied(
+                    denials.TOOL_NOT_ALLOWED, f"'{call.tool}' is not allowed in this task"
+                )
+            message, result = self._dispatch(_args_for(call))
+            outcome = ToolOutcome(tool=call.tool, ok=True, message=message, result=result)
+        except ToolDenied as denied:
+            outcome = ToolOutcome(
+                tool=call.tool, ok=False, denial=denied.code, message=denied.message
+            )
+        outcome.duration_ms = (time.monotonic() - started) * 1000
+        return outcome
+
+    def _dispatch(self, args: ToolArgs) -> ToolResult:
+        fs, limits = self.workspace.fs, self.tool_limits
+        if isinstance(args, ListFilesArgs):
+            return files.list_files(fs, args, limits)
+        if isinstance(args, ReadFileArgs):
+            return files.read_file(fs, args, limits)
+        if isinstance(args, SearchArgs):
+            return files.search(fs, args, limits)
+        if isinstance(args, ApplyPatchArgs):
+            return patch.apply_patch(fs, self.policy, args, limits)
+        if isinstance(args, RunTestsArgs):
+            return self._run_tests(args)
+        return self._finish(args)
+
+    def _run_tests(self, args: RunTestsArgs) -> ToolResult:
+        run = self.run_tests(args.selector)
+        return run.summary.splitlines()[0], run.evidence()
+
+    def _finish(self, args: FinishArgs) -> ToolResult:
+        self.finish_summary = args.summary
+        return "finished; the controller now runs the tests itself", {"summary": args.summary}
+
+    def run_tests(self, selector: str | None = None) -> TestRun:
+        """Run the policy's runner (optionally one selector) in a fresh sandbox and judge it.
+
+        Raises:
+            ToolDenied: ``command.not_allowlisted`` or ``command.bad_selector``.
+            InfrastructureError: the sandbox backend cannot be reached.
+        """
+        command = runner_command(self.policy.runner, selector)
+        request = SandboxRequest(
+            argv=command.argv,
+            workspace=self.workspace.root,
+            runtime=self.runtime,
+            limits=self.limits,
+            workload_env=command.workload_env,
+            labels={RUN_LABEL: "run_tests"},
+        )
+        result = self.sandbox.run(request, self.cancel)
+        run = TestRun.from_result(
+            result,
+            runner=self.policy.runner,
+            selector=selector or None,
+            max_summary_bytes=self.tool_limits.max_test_summary_bytes,
+            summary_lines=self.tool_limits.test_summary_lines,
+        )
+        self.test_runs.append(run)
+        return run
+
+    def run_final_tests(self) -> TestRun:
+        """The controller's own final run: the whole suite, same runner, same sandbox rules.
+
+        Raises:
+            InfrastructureError: the sandbox backend cannot be reached.
+        """
+        return self.run_tests(None)
+
+
+def _args_for(call: ToolCall) -> ToolArgs:
+    """The call's arguments as its own tool's model (the union may have picked another)."""
+    model = ARGS_MODELS[call.tool]
+    if isinstance(call.args, model):
+        return call.args
+    from pydantic import ValidationError
+
+    from sandbox_agent.tools.parse import describe
+
+    try:
+        return model.model_validate(call.args.model_dump())  # type: ignore[return-value]
+    except ValidationError as error:
+        raise ToolDenied(denials.ARGS_INVALID, f"{call.tool}: {describe(error)}") from None

@@ -1,0 +1,152 @@
+"""Copy a repository into the workspace: regular files only, by one documented rule.
+
+The rule: a regular file with one link is copied (content and executable bit; modes
+become 0644/0755 so the sandbox user can read them). Everything else is skipped and
+listed in ``skipped``, never followed and never opened: symbolic links, hard-linked
+files (``st_nlink > 1``: one could alias a file outside the repository), devices,
+FIFOs, sockets, names that are not UTF-8, ``.git``, and Python bytecode
+(``__pycache__``, ``*.pyc``, ``*.pyo``: an "unchecked" .pyc would run instead of the
+source the model reads and edits). A tree over the limits is refused as a whole.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sandbox_agent.errors import ToolDenied, UsageError, WorkspaceError
+from sandbox_agent.workspace import fsops
+from sandbox_agent.workspace.hashing import is_excluded
+
+MiB = 1024 * 1024
+DEFAULT_MAX_FILES = 10_000
+DEFAULT_MAX_TOTAL_BYTES = 100 * MiB
+DEFAULT_MAX_FILE_BYTES = 10 * MiB
+BYTECODE_DIRS = frozenset({"__pycache__"})
+BYTECODE_SUFFIXES = (".pyc", ".pyo")
+
+
+class WorkspaceLimits(BaseModel):
+    """Size limits of the repository copy; a repository over any of them is refused."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_files: int = Field(DEFAULT_MAX_FILES, ge=1)
+    """Regular files copied."""
+    max_total_bytes: int = Field(DEFAULT_MAX_TOTAL_BYTES, ge=1)
+    """Sum of the sizes of the files copied."""
+    max_file_bytes: int = Field(DEFAULT_MAX_FILE_BYTES, ge=1)
+    """Size of the largest single file."""
+
+
+class SkippedEntry(NamedTuple):
+    """An object of the source left out of the copy, and why."""
+
+    path: str
+    reason: str
+
+
+_SKIP_REASONS: dict[str, str] = {
+    "symlink": "symbolic link",
+    "hardlink": "hard-linked file",
+    "special": "device, FIFO or socket",
+    "bad_name": "name is not UTF-8",
+}
+
+
+def is_skipped_name(relpath: str) -> bool:
+    """True for ``.git`` and Python bytecode, left out of the copy silently by name."""
+    name = relpath.rsplit("/", 1)[-1]
+    return is_excluded(relpath) or name in BYTECODE_DIRS or name.endswith(BYTECODE_SUFFIXES)
+
+
+def copy_tree(
+    source: Path, targets: tuple[Path, ...], limits: WorkspaceLimits
+) -> list[SkippedEntry]:
+    """Copy the regular files of ``source`` into each folder of ``targets`` (which exist).
+
+    Returns:
+        What was skipped, sorted by path.
+
+    Raises:
+        UsageError: the source is not a folder or is over a limit.
+        WorkspaceError: the source could not be read.
+    """
+    try:
+        source_fd = os.open(source, fsops.DIR_FLAGS)
+    except OSError as error:
+        raise UsageError(f"cannot open repository folder {source}: {error.strerror}") from None
+    skipped: list[SkippedEntry] = []
+    files = 0
+    total = 0
+    try:
+        for entry in fsops.walk(source_fd, skip=is_skipped_name):
+            if entry.kind == "dir":
+                for target in targets:
+                    (target / entry.relpath).mkdir(mode=0o755)
+            elif entry.kind == "too_deep":
+                raise UsageError(
+                    f"the repository is nested deeper than {fsops.MAX_WALK_DEPTH} folders "
+                    f"at '{entry.relpath}'; copy a shallower repository"
+                )
+            elif entry.kind != "file":
+                skipped.append(SkippedEntry(entry.relpath, _SKIP_REASONS[entry.kind]))
+            else:
+                files += 1
+                if files > limits.max_files:
+                    raise UsageError(
+                        f"the repository has more than {limits.max_files} files; "
+                        "use a smaller repository or raise the file limit"
+                    )
+                content = _read_source_file(entry, limits)
+                total += len(content)
+                if total > limits.max_total_bytes:
+                    raise UsageError(
+                        f"the repository holds more than {limits.max_total_bytes} bytes; "
+                        "use a smaller repository or raise the size limit"
+                    )
+                mode = 0o755 if entry.stat.st_mode & 0o111 else 0o644
+                for target in targets:
+                    _write_new(target / entry.relpath, content, mode)
+    finally:
+        os.close(source_fd)
+    return sorted(skipped)
+
+
+def _read_source_file(entry: fsops.Entry, limits: WorkspaceLimits) -> bytes:
+    if entry.stat.st_size > limits.max_file_bytes:
+        raise UsageError(
+            f"'{entry.relpath}' is larger than {limits.max_file_bytes} bytes; "
+            "remove it from the repository or raise the per-file limit"
+        )
+    try:
+        fd, _ = fsops.open_regular(entry.dir_fd, entry.name, entry.relpath)
+    except ToolDenied as denied:
+        raise WorkspaceError(
+            f"'{entry.relpath}' changed during the copy: {denied.message}"
+        ) from None
+    try:
+        content = fsops.read_fd(fd, limits.max_file_bytes)
+    finally:
+        os.close(fd)
+    if len(content) > limits.max_file_bytes:
+        raise UsageError(
+            f"'{entry.relpath}' is larger than {limits.max_file_bytes} bytes; "
+            "remove it from the repository or raise the per-file limit"
+        )
+    return content
+
+
+def _write_new(path: Path, content: bytes, mode: int) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    try:
+        view = memoryview(content)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)

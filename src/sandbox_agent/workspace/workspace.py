@@ -1,0 +1,117 @@
+"""The private, disposable copy of a repository that every tool works on."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from types import TracebackType
+
+from sandbox_agent.errors import UsageError, WorkspaceError
+from sandbox_agent.workspace import diff
+from sandbox_agent.workspace.copy import SkippedEntry, WorkspaceLimits, copy_tree
+from sandbox_agent.workspace.hashing import tree_sha256
+from sandbox_agent.workspace.owner import WORKSPACE_PREFIX, write_owner
+from sandbox_agent.workspace.safefs import SafeFS
+
+REPO_DIR = "repo"
+BASE_DIR = "base"
+
+
+class Workspace:
+    """A 0700 temporary folder holding the repository copy (``root``) and its owner label.
+
+    Use as a context manager; ``close`` removes everything and is idempotent.
+    """
+
+    def __init__(
+        self,
+        *,
+        folder: Path,
+        source: Path,
+        sha256_before: str,
+        skipped: list[SkippedEntry],
+    ) -> None:
+        """Not for callers: use ``Workspace.create``."""
+        self.folder = folder
+        self.root = folder / REPO_DIR
+        self.base = folder / BASE_DIR
+        self.source = source
+        self.sha256_before = sha256_before
+        self.skipped = skipped
+        """Objects of the source left out of the copy (links, special files, ...)."""
+        self.fs = SafeFS(self.root)
+        self._closed = False
+
+    @classmethod
+    def create(
+        cls,
+        source: Path,
+        *,
+        limits: WorkspaceLimits | None = None,
+        base_dir: Path | None = None,
+    ) -> Workspace:
+        """Hash ``source``, then copy its regular files into a new private workspace.
+
+        Args:
+            source: the repository folder (a fixture or ``--repo``); never modified.
+            limits: size limits of the copy (``WorkspaceLimits()`` by default).
+            base_dir: where to make the workspace; the system temporary folder by default.
+
+        Raises:
+            UsageError: ``source`` is not a folder, or is over a limit.
+            WorkspaceError: the copy could not be made.
+        """
+        source = Path(source).resolve()
+        if not source.is_dir():
+            raise UsageError(f"repository {source} is not a folder; give a folder to copy")
+        limits = limits or WorkspaceLimits()
+        sha256_before = tree_sha256(source)
+        try:
+            folder = Path(tempfile.mkdtemp(prefix=WORKSPACE_PREFIX, dir=base_dir))
+        except OSError as error:
+            raise WorkspaceError(f"cannot create a workspace folder: {error}") from None
+        try:
+            folder.chmod(0o700)
+            write_owner(folder)
+            for name in (REPO_DIR, BASE_DIR):
+                (folder / name).mkdir(mode=0o755)
+            skipped = copy_tree(source, (folder / REPO_DIR, folder / BASE_DIR), limits)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        return cls(folder=folder, source=source, sha256_before=sha256_before, skipped=skipped)
+
+    def source_sha256_now(self) -> str:
+        """Hash the original again (compare with ``sha256_before``).
+
+        Raises:
+            WorkspaceError: the original can no longer be read.
+        """
+        return tree_sha256(self.source)
+
+    def diff(self) -> str:
+        """Unified diff of the copy against the repository as copied, sorted by path."""
+        return diff.unified_diff(self.base, self.root)
+
+    def files_changed(self) -> list[str]:
+        """Sorted relative paths added, modified or deleted in the copy."""
+        return diff.changed_paths(self.base, self.root)
+
+    def close(self) -> None:
+        """Remove the workspace folder. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
