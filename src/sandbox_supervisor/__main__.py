@@ -36,6 +36,13 @@ def _make_undumpable() -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
 
 
+def _initial_environ() -> bytes | None:
+    try:
+        return attest.read_environ_bytes(Path("/proc"))
+    except OSError:
+        return None  # the environment check then fails, saying why
+
+
 def _attestation(nonce: str, runtime: str | None, checks: list[attest.Check]) -> dict[str, object]:
     return {
         "type": "attestation",
@@ -51,7 +58,7 @@ def supervise(
     config_text: str,
     out_fd: int,
     *,
-    attester: Attester = attest.attest,
+    attester: Attester | None = None,
     read_oom: Callable[[], int | None] = lambda: cgroup.oom_kills(CGROUP_ROOT),
 ) -> int:
     """Everything after process set-up: returns PID 1's exit code.
@@ -71,7 +78,8 @@ def supervise(
             wire.write_record(out_fd, protocol.KIND_ATTESTATION, _attestation(nonce, None, [check]))
         print(f"sandbox_supervisor: bad config: {error}", file=sys.stderr)
         return EXIT_REFUSED
-    record = _attestation(config.nonce, config.runtime, attester(config))
+    checks = attest.attest(config) if attester is None else attester(config)
+    record = _attestation(config.nonce, config.runtime, checks)
     wire.write_record(out_fd, protocol.KIND_ATTESTATION, record)
     if not record["ok"]:
         return EXIT_REFUSED
@@ -85,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     """PID 1's entry point: process set-up, then ``supervise`` on stdout."""
     args = sys.argv[1:] if argv is None else argv
     try:
+        environ = _initial_environ()
         _make_undumpable()
         # Python's own SIGINT handler is the only one it installs; without any handler
         # the kernel drops the signals that processes in the container send PID 1.
@@ -92,7 +101,10 @@ def main(argv: list[str] | None = None) -> int:
         if len(args) != 1:
             print("usage: python3 -I -S -B -m sandbox_supervisor CONFIG_JSON", file=sys.stderr)
             return EXIT_REFUSED
-        return supervise(args[0], sys.stdout.fileno())
+        inside = attest.Inside(environ=environ)
+        return supervise(
+            args[0], sys.stdout.fileno(), attester=lambda config: attest.attest(config, inside)
+        )
     except Exception:
         sys.stderr.write(traceback.format_exc()[-MAX_CRASH_TEXT:])
         return EXIT_SUPERVISOR_ERROR

@@ -94,6 +94,8 @@ class Inside:
     interface_names: Callable[[], list[str]] = _interface_names
     getrlimit: Callable[[int], tuple[int, int]] = resource.getrlimit
     uname: Callable[[], tuple[str, str]] = _uname
+    environ: bytes | None = None
+    """``/proc/self/environ`` as read before ``PR_SET_DUMPABLE`` 0 (which makes it root's)."""
     _status: dict[str, str] = field(default_factory=dict, compare=False)
 
     def status(self) -> dict[str, str]:
@@ -241,12 +243,18 @@ def check_cgroup_pids(config: Config, inside: Inside) -> Check:
     return Check("cgroup_pids", pids == config.expect.pids, f"{pids} (want {config.expect.pids})")
 
 
-def read_environ(proc_root: Path) -> dict[str, str] | None:
-    """The environment PID 1 was started with (not Python's locale-coerced ``os.environ``).
+def read_environ_bytes(proc_root: Path) -> bytes:
+    """The environment this process was started with, raw (not Python's ``os.environ``,
+    which adds ``LC_CTYPE`` when it coerces the C locale).
 
-    None when it has a malformed or duplicate entry.
+    Raises:
+        OSError: unreadable, as it is once the process is not dumpable.
     """
-    raw = (proc_root / "self" / "environ").read_bytes()
+    return (proc_root / "self" / "environ").read_bytes()
+
+
+def parse_environ(raw: bytes) -> dict[str, str] | None:
+    """``NAME=value`` entries separated by NUL; None for a malformed or duplicate entry."""
     environ: dict[str, str] = {}
     for entry in raw.split(b"\0"):
         if not entry:
@@ -259,7 +267,8 @@ def read_environ(proc_root: Path) -> dict[str, str] | None:
 
 
 def check_environment(config: Config, inside: Inside) -> Check:
-    environ = read_environ(inside.proc_root)
+    raw = inside.environ
+    environ = parse_environ(read_environ_bytes(inside.proc_root) if raw is None else raw)
     if environ is None:
         return Check("environment", False, "malformed or duplicate entry")
     want = config.expect.env
