@@ -1,0 +1,110 @@
+"""The FastAPI app of ``sandbox-agent serve`` (DESIGN.md section 6).
+
+``GET /health`` and the page shell (``GET /``, ``/static/*``) need no token; every
+data endpoint (``sandbox_agent.service.routes``) needs ``Authorization: Bearer TOKEN``.
+Runs are executed by the injected run function (``run_task`` by default).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+
+from sandbox_agent.service.executor import RunFunction, RunManager
+from sandbox_agent.service.hooks import (
+    PreflightCache,
+    PreflightFunction,
+    ReapFunction,
+    default_preflight,
+    default_reap,
+)
+from sandbox_agent.service.middleware import LimitsMiddleware
+from sandbox_agent.service.models import Health
+from sandbox_agent.service.ratelimit import RateLimiter
+from sandbox_agent.service.routes import ServiceState, router
+from sandbox_agent.service.settings import ServiceSettings
+from sandbox_agent.service.store import RunStore
+
+log = logging.getLogger(__name__)
+
+STATIC_DIR = Path(__file__).parent / "static"
+
+
+def create_app(
+    settings: ServiceSettings,
+    run_fn: RunFunction | None = None,
+    *,
+    preflight_fn: PreflightFunction = default_preflight,
+    reap_fn: ReapFunction = default_reap,
+) -> FastAPI:
+    """Build the service. Its database opens, and its workers start, with the app's lifespan.
+
+    Args:
+        settings: limits, paths and the token.
+        run_fn: runs one task; ``sandbox_agent.controller.run_task`` when None.
+        preflight_fn: answers ``GET /preflight``.
+        reap_fn: called in the background at start when runs were left in flight.
+    """
+    if run_fn is None:
+        from sandbox_agent.controller import run_task
+
+        run_fn = run_task
+    chosen_run_fn = run_fn
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        store = RunStore(settings.db_path)
+        manager = RunManager(store, chosen_run_fn, settings)
+        app.state.service = ServiceState(
+            settings=settings,
+            store=store,
+            manager=manager,
+            limiter=RateLimiter(settings.rate_per_second, settings.rate_burst),
+            preflight=PreflightCache(preflight_fn),
+        )
+        interrupted = manager.start()
+        if interrupted:
+            log.warning("marked %d run(s) left in flight INTERRUPTED", len(interrupted))
+            threading.Thread(target=_reap_quietly, args=(reap_fn,), daemon=True).start()
+        try:
+            yield
+        finally:
+            manager.stop()
+            store.close()
+
+    app = FastAPI(
+        title="sandbox-agent",
+        summary="Submit contained agent runs and inspect their evidence.",
+        version="1",
+        lifespan=lifespan,
+    )
+    app.add_middleware(LimitsMiddleware, max_body_bytes=settings.max_body_bytes)
+
+    @app.get("/health", response_model=Health, tags=["service"])
+    def health() -> Health:
+        """Liveness; needs no token."""
+        return Health(status="ok")
+
+    @app.get("/", include_in_schema=False)
+    def page() -> FileResponse:
+        return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
+
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    app.include_router(router)
+    return app
+
+
+def _reap_quietly(reap_fn: ReapFunction) -> None:
+    try:
+        removed = reap_fn()
+    except Exception:  # best effort: `sandbox-agent reap` and the next start try again
+        log.exception("reaping after interrupted runs failed")
+        return
+    log.warning("reaped %d leftover(s) of interrupted runs", len(removed))

@@ -1,0 +1,165 @@
+"""The service's request and response contracts. Every request body has ``extra="forbid"``.
+
+A run seen through the service has the run result's fields at the top level (so
+``GET /runs/{id}`` reads like ``run --json``), plus the service's own: its ``status``
+is ``QUEUED`` or ``RUNNING`` until it holds the result's terminal status, or
+``INTERRUPTED`` when the server stopped while the run was in flight.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sandbox_agent.controller.models import (
+    BudgetUsed,
+    FinalTests,
+    FixtureIntegrity,
+    RunStatus,
+    ToolCallRecord,
+)
+
+ServiceStatus = Literal[
+    "QUEUED",
+    "RUNNING",
+    "INTERRUPTED",
+    "SUCCEEDED",
+    "FAILED",
+    "POLICY_ABORTED",
+    "BUDGET_EXHAUSTED",
+    "TIMEOUT",
+    "CANCELLED",
+    "SANDBOX_ERROR",
+]
+IN_FLIGHT: frozenset[str] = frozenset({"QUEUED", "RUNNING"})
+TERMINAL: frozenset[str] = frozenset(get_args(RunStatus)) | {"INTERRUPTED"}
+
+RUN_ID_PATTERN = r"^[0-9a-f]{32}$"
+FIXTURE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$"
+MAX_TASK_CHARS = 20_000
+MAX_PLAN_STEPS = 200
+MAX_RAW_STEP_CHARS = 64 * 1024
+
+
+class ToolStep(BaseModel):
+    """A plan step naming a tool and its arguments (validated by the controller, not here)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool: str = Field(min_length=1, max_length=100)
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class RawStep(BaseModel):
+    """A plan step given as the model's raw output, parsed as real model output would be."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    raw: str = Field(max_length=MAX_RAW_STEP_CHARS)
+
+
+class Plan(BaseModel):
+    """An inline plan file (DESIGN.md section 6, "Plan files")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    steps: list[ToolStep | RawStep] = Field(max_length=MAX_PLAN_STEPS)
+
+
+class SubmitRequest(BaseModel):
+    """``POST /runs``: a fixture by name (never a path), the task, and optionally a provider."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    fixture: Annotated[str, Field(pattern=FIXTURE_NAME_PATTERN)]
+    """The name of one sub-folder of the server's fixtures folder (``GET /fixtures``)."""
+    task: str = Field(min_length=1, max_length=MAX_TASK_CHARS)
+    provider: str = Field("scripted", min_length=1, max_length=50)
+    plan: Plan | None = None
+    """For ``scripted``: the steps; without it the fixture's reference plan is used."""
+
+
+class SubmitResponse(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+
+
+class CancelResponse(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    status: ServiceStatus
+    """The status right after the request: a queued run is ``CANCELLED`` at once; a
+    running one stays ``RUNNING`` until its sandbox has stopped."""
+
+
+class RunSummary(BaseModel):
+    """One line of ``GET /runs``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    status: ServiceStatus
+    reason: str
+    fixture_name: str
+    provider: str
+    task: str
+    submitted_at: float
+    """Unix time."""
+    started_at: float | None
+    finished_at: float | None
+    duration_s: float | None
+    """From start to finish (or to now while running)."""
+    budget_used: BudgetUsed | None
+
+
+class RunView(RunSummary):
+    """``GET /runs/{id}``: the summary, and the run result's fields once it has finished."""
+
+    run_id: str | None = None
+    diff: str = ""
+    files_changed: list[str] = Field(default_factory=list)
+    final_tests: FinalTests | None = None
+    fixture: FixtureIntegrity | None = None
+    trace_path: str | None = None
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    model: str = ""
+    runtime: str | None = None
+    model_summary: str | None = None
+
+
+class RunList(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    runs: list[RunSummary]
+    total: int
+
+
+class FixtureList(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    fixtures: list[str]
+    providers: list[str]
+
+
+class Health(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    status: Literal["ok"]
+
+
+class PreflightStatus(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    status: Literal["ok", "failed", "unknown"]
+    detail: str = ""
+    report: dict[str, Any] | None = None
+    """The ``preflight --json`` report when the check could run."""
+
+
+class ErrorBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    detail: str

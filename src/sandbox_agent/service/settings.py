@@ -1,0 +1,78 @@
+"""The service's settings: one model, every limit a named default (and a ``serve`` flag)."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sandbox_agent.sandbox.base import Runtime
+from sandbox_agent.settings import default_fixtures_dir, state_home
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+DEFAULT_MAX_QUEUE = 32
+DEFAULT_MAX_BODY_BYTES = 256 * 1024
+DEFAULT_RATE_PER_SECOND = 1.0
+DEFAULT_RATE_BURST = 20
+DEFAULT_PROVIDERS: tuple[str, ...] = ("scripted", "injection", "mock-adversarial")
+"""Simulated providers only: a real model spends money, so it is opt-in (``--provider``)."""
+
+
+def default_max_concurrent() -> int:
+    """One run per core."""
+    return os.cpu_count() or 1
+
+
+def service_home() -> Path:
+    """The service's folder under the state folder (database, token, plans, traces)."""
+    return state_home() / "service"
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (``127.0.0.0/8``, ``::1``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class ServiceSettings(BaseModel):
+    """Everything ``create_app`` needs. Paths default under ``state_home()/service``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    db_path: Path = Field(default_factory=lambda: service_home() / "runs.sqlite3")
+    """SQLite database of runs and their trace events."""
+    token: str = Field(min_length=16)
+    """The bearer token every endpoint but ``/health`` and the page shell requires."""
+    fixtures_dir: Path = Field(default_factory=default_fixtures_dir)
+    """Clients name a fixture; only sub-folders of this folder can be named."""
+    work_dir: Path = Field(default_factory=service_home)
+    """Inline plans are written under ``work_dir/plans``, traces under ``work_dir/runs``."""
+    max_concurrent: int = Field(default_factory=default_max_concurrent, ge=1, le=256)
+    """Runs executing at once."""
+    max_queue: int = Field(DEFAULT_MAX_QUEUE, ge=0, le=100_000)
+    """Runs waiting beyond ``max_concurrent``; one more is answered 429."""
+    max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, ge=1024)
+    """Largest request body; a larger one is answered 413."""
+    rate_per_second: float = Field(DEFAULT_RATE_PER_SECOND, gt=0)
+    """Submissions per second refilled into each client's bucket."""
+    rate_burst: int = Field(DEFAULT_RATE_BURST, ge=1)
+    """Submissions a client may make at once (the bucket's size)."""
+    providers: tuple[str, ...] = DEFAULT_PROVIDERS
+    """Provider names a client may ask for."""
+    runtime: Runtime = "runc"
+    """Sandbox runtime of every run."""
+
+    @property
+    def plans_dir(self) -> Path:
+        return self.work_dir / "plans"
+
+    @property
+    def trace_dir(self) -> Path:
+        return self.work_dir / "runs"
