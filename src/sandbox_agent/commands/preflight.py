@@ -1,18 +1,29 @@
-"""`sandbox-agent preflight`: not built yet (see the issue that adds it)."""
+"""`sandbox-agent preflight`: daemon, image, runtime and isolation; exit 0 only if all hold."""
 
 from __future__ import annotations
 
 import argparse
 
-HELP = "preflight (not built yet)"
+HELP = "check that sandboxes can run here: daemon, image, runtime, a verified probe"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """No arguments yet."""
+    """``--runtime runc|runsc`` and ``--json``."""
+    parser.add_argument("--runtime", choices=("runc", "runsc"), default="runc")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Not built yet: exit 2 with a line saying so."""
-    from sandbox_agent.errors import UsageError
+    """Run the checks; print JSON or one line per check (with what to do when it failed)."""
+    from sandbox_agent.sandbox.preflight import run_preflight
 
-    raise UsageError("'preflight' is not built yet in this version")
+    report = run_preflight(args.runtime)
+    if args.json:
+        print(report.model_dump_json(indent=2))
+    else:
+        for check in report.checks:
+            mark = "ok  " if check.ok else "FAIL"
+            line = f"{mark} {check.name}: {check.detail}"
+            print(line if check.ok else f"{line} -> {check.fix}")
+        print(f"preflight {args.runtime}: {'ready' if report.ok else 'NOT ready'}")
+    return 0 if report.ok else 1

@@ -1,18 +1,24 @@
-"""`sandbox-agent reap`: not built yet (see the issue that adds it)."""
+"""`sandbox-agent reap`: remove the containers and workspaces that crashed runs left behind."""
 
 from __future__ import annotations
 
 import argparse
 
-HELP = "reap (not built yet)"
+HELP = "remove sandbox containers and workspaces whose controller process is gone"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """No arguments yet."""
+    """No arguments."""
 
 
 def run(args: argparse.Namespace) -> int:
-    """Not built yet: exit 2 with a line saying so."""
-    from sandbox_agent.errors import UsageError
+    """Reap; print each thing removed (or not removed), and a count. Exit 1 if any failed."""
+    from sandbox_agent.sandbox.reaper import reap_all
 
-    raise UsageError("'reap' is not built yet in this version")
+    removed, failures = reap_all()
+    for line in removed:
+        print(f"removed {line}")
+    for line in failures:
+        print(f"NOT removed {line}")
+    print(f"reap: {len(removed)} removed, {len(failures)} failed")
+    return 1 if failures else 0

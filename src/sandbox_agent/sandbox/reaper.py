@@ -38,3 +38,30 @@ def reap_containers(api: Any) -> tuple[list[str], list[str]]:
         else:
             failures.append(f"container {container_id[:12]}: {outcome}")
     return removed, failures
+
+
+def reap_all() -> tuple[list[str], list[str]]:
+    """Reap containers (through Docker, API 1.41) and workspaces of dead controllers.
+
+    Returns:
+        ``(removed, failures)``: ``container <id>`` / ``workspace <path>`` lines.
+
+    Raises:
+        DockerUnavailable: the daemon does not answer.
+    """
+    import docker
+
+    from sandbox_agent.errors import DockerUnavailable
+    from sandbox_agent.workspace import reap_workspaces
+
+    try:
+        client = docker.from_env(version="1.41", timeout=30)
+        try:
+            containers, failures = reap_containers(client.api)
+        finally:
+            client.close()
+    except docker.errors.DockerException as error:
+        raise DockerUnavailable(f"cannot reach Docker ({error}): run 'make setup'") from error
+    removed = [f"container {short}" for short in containers]
+    removed += [f"workspace {path}" for path in reap_workspaces()]
+    return removed, failures
