@@ -1,18 +1,169 @@
-"""`sandbox-agent run`: not built yet (see the issue that adds it)."""
+"""`sandbox-agent run`: one task on a fixture or a local repository (DESIGN.md section 6).
+
+Exit 0 only when the status is SUCCEEDED and the original is unchanged; 1 for any
+other finished run; 2 for a usage or setup error. SIGINT and SIGTERM cancel the run:
+it unwinds, removing its containers and its workspace, and still writes its trace.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
-HELP = "run (not built yet)"
+if TYPE_CHECKING:
+    from sandbox_agent.controller.models import RunConfig
+
+HELP = "run the agent on one task, contained; print the result"
+
+# Kept literal so that building the parser imports nothing heavy; a test checks they
+# equal the models' defaults (sandbox_agent.controller.models, sandbox.base).
+BUDGET_FLAGS: tuple[tuple[str, str, type, str], ...] = (
+    ("--max-iterations", "max_iterations", int, "model turns (default 20)"),
+    ("--max-tool-calls", "max_tool_calls", int, "tool calls (default 30)"),
+    ("--max-wall-seconds", "max_wall_seconds", float, "wall clock of the run (default 300)"),
+    ("--max-denials", "max_denials", int, "policy denials tolerated (default 3)"),
+    ("--max-invalid-outputs", "max_invalid_outputs", int, "invalid outputs tolerated (default 3)"),
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """No arguments yet."""
+    """Flags of ``run`` (DESIGN.md section 6)."""
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--fixture", metavar="NAME", help="a fixture ('sandbox-agent fixtures')")
+    source.add_argument("--repo", metavar="PATH", type=Path, help="any local repository folder")
+    parser.add_argument("--fixtures-dir", metavar="DIR", type=Path, help="where fixtures live")
+    parser.add_argument("--task", required=True, help="what to do, in plain words")
+    parser.add_argument(
+        "--provider",
+        default="scripted",
+        help="scripted|injection|mock-adversarial|anthropic|openai (default scripted)",
+    )
+    parser.add_argument("--plan", metavar="FILE", help="scripted: a plan file (DESIGN.md 6)")
+    parser.add_argument("--runtime", choices=("runc", "runsc"), default="runc")
+    parser.add_argument("--runner", choices=("auto", "unittest", "pytest"), default="auto")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--trace-dir", metavar="DIR", type=Path, help="parent of the run folder")
+    parser.add_argument("--run-id", help=argparse.SUPPRESS)
+    budgets = parser.add_argument_group("budgets")
+    for flag, dest, kind, text in BUDGET_FLAGS:
+        budgets.add_argument(flag, dest=dest, type=kind, metavar="N", help=text)
+    _add_limit_flags(budgets)
+    real = parser.add_argument_group("real models")
+    real.add_argument("--model", help="the model name")
+    real.add_argument("--base-url", help="openai: an OpenAI-compatible endpoint")
+    real.add_argument("--max-cost-usd", type=float, metavar="X", help="spend cap of this run")
+    real.add_argument(
+        "--experiment-budget-usd", type=float, metavar="X", help="spend cap of the experiment"
+    )
+    real.add_argument("--price-per-mtok-in", type=float, metavar="X", help="USD per 1M tokens in")
+    real.add_argument("--price-per-mtok-out", type=float, metavar="X", help="USD per 1M out")
+    real.add_argument("--ledger", metavar="PATH", help="the spend ledger (SQLite)")
+
+
+def _add_limit_flags(group: argparse._ArgumentGroup) -> None:
+    """``--test-timeout`` and ``--output-budget`` (and more) from the sandbox's own helper."""
+    limits = _limits_module()
+    if limits is None:
+        group.add_argument("--test-timeout", type=float, metavar="S", help="per test run (30)")
+        group.add_argument("--output-budget", type=int, metavar="BYTES", help="output bytes")
+        return
+    limits.add_limit_arguments(group)
+
+
+def _limits_module() -> Any:
+    """The sandbox's limit-flag helpers, when that module is installed."""
+    import importlib
+
+    try:
+        return importlib.import_module("sandbox_agent.sandbox.limits")
+    except ModuleNotFoundError:
+        return None
+
+
+def build_config(args: argparse.Namespace) -> RunConfig:
+    """The ``RunConfig`` for these flags.
+
+    Raises:
+        UsageError: a flag value the contracts refuse (one line naming it).
+    """
+    from pydantic import ValidationError
+
+    from sandbox_agent.controller.models import Budgets, RunConfig
+    from sandbox_agent.errors import UsageError
+    from sandbox_agent.providers.base import ProviderOptions
+
+    given = {dest: getattr(args, dest) for _, dest, _, _ in BUDGET_FLAGS}
+    try:
+        return RunConfig(
+            task=args.task,
+            fixture=args.fixture,
+            fixtures_dir=args.fixtures_dir,
+            repo=args.repo,
+            provider=args.provider,
+            provider_options=ProviderOptions(
+                plan_path=args.plan,
+                model=args.model,
+                base_url=args.base_url,
+                max_cost_usd=args.max_cost_usd,
+                experiment_budget_usd=args.experiment_budget_usd,
+                price_per_mtok_in=args.price_per_mtok_in,
+                price_per_mtok_out=args.price_per_mtok_out,
+                ledger_path=args.ledger,
+            ),
+            runtime=args.runtime,
+            runner=args.runner,
+            budgets=Budgets(**{k: v for k, v in given.items() if v is not None}),
+            limits=_limits(args),
+            trace_dir=args.trace_dir,
+            run_id=args.run_id,
+        )
+    except ValidationError as error:
+        first = error.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise UsageError(f"bad value for {where}: {first['msg']}") from None
+
+
+def _limits(args: argparse.Namespace) -> Any:
+    limits = _limits_module()
+    if limits is not None:
+        return limits.limits_from_args(args)
+    from sandbox_agent.sandbox.base import SandboxLimits
+
+    values = {"timeout_s": args.test_timeout, "output_budget_bytes": args.output_budget}
+    return SandboxLimits(**{k: v for k, v in values.items() if v is not None})
 
 
 def run(args: argparse.Namespace) -> int:
-    """Not built yet: exit 2 with a line saying so."""
-    from sandbox_agent.errors import UsageError
+    """Run the task; print the result; exit 0 only for SUCCEEDED with the original intact.
 
-    raise UsageError("'run' is not built yet in this version")
+    Raises:
+        UsageError: bad flags, fixture, repository, provider or plan.
+        SetupError: no Docker daemon or runner image.
+    """
+    from sandbox_agent.controller import run_task
+    from sandbox_agent.controller.report import render
+    from sandbox_agent.sandbox.base import CancelToken
+
+    config = build_config(args)
+    cancel = CancelToken()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        cancel.cancel()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        result = run_task(config, cancel=cancel)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if args.json:
+        json.dump(json.loads(result.model_dump_json()), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render(result))
+    return 0 if result.status == "SUCCEEDED" and result.fixture.intact else 1

@@ -9,6 +9,7 @@ First match wins:
  1    the run was cancelled                                        CANCELLED
  2    the wall clock ran out                                       TIMEOUT
  3    the sandbox could not be reached or verified                 SANDBOX_ERROR
+ 3b   the model provider failed after its retries                  FAILED
  4    the policy-denial budget ran out                             POLICY_ABORTED
  5    another budget ran out                                       BUDGET_EXHAUSTED
  6    the original repository changed                              FAILED
@@ -32,6 +33,7 @@ LoopEnd = Literal[
     "cancelled",
     "timeout",
     "sandbox_error",
+    "provider_error",  # the model API failed after its retries
     "policy_aborted",
     "budget_exhausted",
 ]
@@ -64,6 +66,7 @@ _LOOP_STATUS: dict[LoopEnd, RunStatus] = {
     "cancelled": "CANCELLED",
     "timeout": "TIMEOUT",
     "sandbox_error": "SANDBOX_ERROR",
+    "provider_error": "FAILED",
     "policy_aborted": "POLICY_ABORTED",
     "budget_exhausted": "BUDGET_EXHAUSTED",
 }

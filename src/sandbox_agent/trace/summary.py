@@ -11,8 +11,10 @@ MAX_TRACE_STRING_CHARS = 500
 """Longer strings (file text, patches, test output) are recorded as length and digest."""
 MAX_TRACE_LIST_ITEMS = 50
 
-# Keys whose values are bulk text from the repository or the workload: digest only, at any length.
-BULK_KEYS = frozenset({"output", "text", "content", "stdout", "stderr", "tail", "traceback"})
+# Bulk text from the repository or the workload (file text, test-output tails): digest only.
+BULK_KEYS = frozenset(
+    {"output", "text", "content", "stdout", "stderr", "tail", "traceback", "summary"}
+)
 
 
 def summarise_bytes(data: bytes | str) -> dict[str, Any]:

@@ -1,0 +1,46 @@
+"""The human form of a run result: status, budgets, tests, files, integrity, calls, diff."""
+
+from __future__ import annotations
+
+from sandbox_agent.controller.models import RunResult
+
+MAX_DIFF_LINES = 200
+
+
+def render(result: RunResult) -> str:
+    """The text ``sandbox-agent run`` prints (without ``--json``)."""
+    used = result.budget_used
+    lines = [
+        f"status:        {result.status}  ({result.reason})",
+        f"run:           {result.run_id}  provider={result.provider} runtime={result.runtime}",
+        f"budget used:   {used.iterations} turns, {used.tool_calls} tool calls, "
+        f"{used.policy_denials} denials, {used.invalid_outputs} invalid outputs, "
+        f"{used.wall_seconds:.2f} s",
+    ]
+    tests = result.final_tests
+    lines.append(
+        "final tests:   none"
+        if tests is None
+        else f"final tests:   {'PASSED' if tests.passed else 'FAILED'}  {tests.tests_run} run, "
+        f"{tests.failures} failed, sandbox {tests.status}"
+    )
+    lines.append(f"files changed: {', '.join(result.files_changed) or 'none'}")
+    fixture = result.fixture
+    intact = "intact" if fixture.intact else "CHANGED"
+    lines.append(f"original:      {intact}  sha256 {fixture.sha256_after}")
+    if result.model_summary is not None:
+        lines.append(f"model said:    {result.model_summary[:200]!r} (recorded, not believed)")
+    lines.append(f"trace:         {result.trace_path}")
+    lines.append("")
+    lines.append(f"  #  {'tool':<12} {'ok':<8} {'ms':>8}  summary")
+    for index, call in enumerate(result.tool_calls, 1):
+        ok = "ok" if call.ok else ("denied" if call.denial else "error")
+        summary = str(call.result.get("summary", ""))[:100]
+        lines.append(f"{index:>3}  {call.tool:<12} {ok:<8} {call.duration_ms:>8.1f}  {summary}")
+    if result.diff:
+        diff_lines = result.diff.splitlines()
+        lines.append("")
+        lines.extend(diff_lines[:MAX_DIFF_LINES])
+        if len(diff_lines) > MAX_DIFF_LINES:
+            lines.append(f"... {len(diff_lines) - MAX_DIFF_LINES} more diff lines in diff.patch")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,304 @@
+"""One run's set-up and close-down around the loop: workspace, trace, final tests, outputs.
+
+``RunSession.open`` does everything that can fail as a usage or setup error before
+any folder is made; the session's ``run`` always writes the trace's last event, the
+result and the diff (in a ``finally``), then seals them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sandbox_agent.controller.loop import LoopState, LoopStop, agent_loop
+from sandbox_agent.controller.models import FinalTests, FixtureIntegrity, RunConfig, RunResult
+from sandbox_agent.controller.recording import RecordingBackend
+from sandbox_agent.controller.source import Source, resolve_source
+from sandbox_agent.controller.status import Evidence, FinalTestEvidence, compute_status
+from sandbox_agent.errors import InfrastructureError, UsageError
+from sandbox_agent.providers import create_provider
+from sandbox_agent.providers.base import Provider
+from sandbox_agent.sandbox.base import CancelToken, SandboxBackend
+from sandbox_agent.settings import state_home
+from sandbox_agent.trace import Redactor, TraceWriter, summarise_exception
+
+if TYPE_CHECKING:
+    from sandbox_agent.policy import Policy
+    from sandbox_agent.tools.testrun import TestRun
+    from sandbox_agent.workspace import Workspace
+
+RESULT_FILE = "result.json"
+DIFF_FILE = "diff.patch"
+EventSink = Callable[[dict[str, Any]], None]
+
+
+def default_trace_dir() -> Path:
+    return state_home() / "runs"
+
+
+class RunSession:
+    """Everything one run holds open. Use ``RunSession.open`` as a context manager."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        run_id: str,
+        source: Source,
+        provider: Provider,
+        backend: RecordingBackend,
+    ) -> None:
+        self.config = config
+        self.run_id = run_id
+        self.source = source
+        self.provider = provider
+        self.backend = backend
+        self.run_dir = (config.trace_dir or default_trace_dir()) / run_id
+
+    @classmethod
+    @contextlib.contextmanager
+    def open(
+        cls, config: RunConfig, *, run_id: str, sandbox: SandboxBackend | None
+    ) -> Iterator[RunSession]:
+        """Resolve the source and the provider, then connect the sandbox backend.
+
+        Raises:
+            UsageError: bad fixture, repository, provider, plan, or a run id already used.
+            SetupError: no Docker daemon or runner image.
+        """
+        source = resolve_source(config)
+        options = config.provider_options.model_copy(
+            update={
+                "run_id": run_id,
+                "reference_plan_path": config.provider_options.reference_plan_path
+                or (str(source.reference_plan) if source.reference_plan else None),
+            }
+        )
+        provider = create_provider(config.provider, options)
+        run_dir = (config.trace_dir or default_trace_dir()) / run_id
+        if run_dir.exists():
+            raise UsageError(f"run folder {run_dir} already exists; choose another run id")
+        owned = sandbox is None
+        backend = RecordingBackend(sandbox if sandbox is not None else _docker_backend())
+        try:
+            yield cls(config, run_id, source, provider, backend)
+        finally:
+            if owned:
+                backend.close()
+
+    def run(
+        self,
+        cancel: CancelToken,
+        started: float,
+        on_event: EventSink | None,
+        on_final_workspace: Callable[[Path], None] | None,
+    ) -> RunResult:
+        from sandbox_agent.policy import Policy
+        from sandbox_agent.tools.toolbox import ToolBox
+        from sandbox_agent.workspace import Workspace
+
+        config = self.config
+        with Workspace.create(self.source.path) as workspace:
+            policy = Policy.for_repo(
+                workspace.root, runner=config.runner, allowed_tools=frozenset(config.allowed_tools)
+            )
+            toolbox = ToolBox(
+                workspace,
+                policy,
+                self.backend,
+                runtime=config.runtime,
+                limits=config.limits,
+                cancel=cancel,
+            )
+            trace = TraceWriter(self.run_dir, self.run_id, Redactor(), on_event)
+            state = LoopState()
+            result: RunResult | None = None
+            stop = LoopStop("sandbox_error", "the run ended before the loop finished")
+            final: TestRun | None = None
+            try:
+                trace.emit(
+                    "run_started",
+                    task=config.task,
+                    source=self.source.label,
+                    provider=config.provider,
+                    runtime=config.runtime,
+                    runner=policy.runner,
+                    budgets=config.budgets.model_dump(),
+                    allowed_tools=list(config.allowed_tools),
+                    fixture_sha256_before=workspace.sha256_before,
+                    skipped=[tuple(s) for s in workspace.skipped][:50],
+                )
+                try:
+                    stop = agent_loop(
+                        config,
+                        provider=self.provider,
+                        toolbox=toolbox,
+                        trace=trace,
+                        state=state,
+                        cancel=cancel,
+                    )
+                    if stop.end in (
+                        "finished",
+                        "policy_aborted",
+                        "budget_exhausted",
+                        "provider_error",
+                    ):
+                        final = toolbox.run_final_tests()
+                        trace.emit("final_tests", **_final_fields(final))
+                        stop = _after_final(stop, final, cancel)
+                except InfrastructureError as error:
+                    trace.emit("infrastructure_error", error=summarise_exception(error))
+                    stop = LoopStop("sandbox_error", f"our side failed: {type(error).__name__}")
+                if on_final_workspace is not None:
+                    on_final_workspace(workspace.root)
+                result = self._result(
+                    workspace=workspace,
+                    policy=policy,
+                    state=state,
+                    stop=stop,
+                    final=final,
+                    trace=trace,
+                    started=started,
+                )
+                return result
+            finally:
+                self._close(trace, result, workspace, state, started)
+
+    def _result(
+        self,
+        *,
+        workspace: Workspace,
+        policy: Policy,
+        state: LoopState,
+        stop: LoopStop,
+        final: TestRun | None,
+        trace: TraceWriter,
+        started: float,
+    ) -> RunResult:
+        diff = workspace.diff()
+        files = workspace.files_changed()
+        sha_after = workspace.source_sha256_now()
+        final_evidence = (
+            None
+            if final is None
+            else FinalTestEvidence(final.sandbox.status, bool(final.attested), bool(final.passed))
+        )
+        verdict = compute_status(
+            Evidence(
+                loop_end=stop.end,
+                loop_reason=stop.reason,
+                original_intact=sha_after == workspace.sha256_before,
+                protected_in_diff=tuple(policy.check_final_diff(files)),
+                final_tests=final_evidence,
+            )
+        )
+        state.used.wall_seconds = round(time.monotonic() - started, 3)
+        redact = Redactor()
+        return RunResult(
+            run_id=self.run_id,
+            status=verdict.status,
+            reason=redact.text(verdict.reason),
+            diff=diff,
+            files_changed=files,
+            final_tests=None
+            if final is None
+            else FinalTests(
+                passed=bool(final.passed),
+                tests_run=int(final.tests_run),
+                failures=int(final.failures),
+                status=str(final.status),
+            ),
+            budget_used=state.used,
+            fixture=FixtureIntegrity(
+                intact=sha_after == workspace.sha256_before,
+                sha256_before=workspace.sha256_before,
+                sha256_after=sha_after,
+            ),
+            trace_path=str(trace.path),
+            tool_calls=state.tool_calls,
+            provider=self.config.provider,
+            model=state.model,
+            runtime=self.config.runtime,
+            model_summary=None if state.model_summary is None else redact.text(state.model_summary),
+        )
+
+    def _close(
+        self,
+        trace: TraceWriter,
+        result: RunResult | None,
+        workspace: Workspace,
+        state: LoopState,
+        started: float,
+    ) -> None:
+        if result is None:
+            trace.emit(
+                "run_finished",
+                status=None,
+                reason="the run stopped on an error",
+                budgets=state.used.model_dump(),
+            )
+            trace.close()
+            return
+        trace.emit(
+            "run_finished",
+            status=result.status,
+            reason=result.reason,
+            budgets=result.budget_used.model_dump(),
+            fixture=result.fixture.model_dump(),
+            files_changed=result.files_changed,
+            diff_sha256=hashlib.sha256(result.diff.encode()).hexdigest(),
+            wall_seconds=round(time.monotonic() - started, 3),
+        )
+        trace.close()
+        (self.run_dir / DIFF_FILE).write_text(result.diff, encoding="utf-8")
+        (self.run_dir / RESULT_FILE).write_text(result.model_dump_json(indent=2), encoding="utf-8")
+        self._seal(result, trace)
+
+    def _seal(self, result: RunResult, trace: TraceWriter) -> None:
+        try:
+            from sandbox_agent.evidence import seal_run
+        except ImportError:
+            return
+        record: dict[str, Any] = {
+            "result": json.loads(result.model_dump_json()),
+            "fixture_sha256_before": result.fixture.sha256_before,
+            "fixture_sha256_after": result.fixture.sha256_after,
+            "diff_sha256": hashlib.sha256(result.diff.encode()).hexdigest(),
+            "trace_head_sha256": trace.head_sha256,
+            "source_path": str(self.source.path),
+            **self.backend.digests(),
+        }
+        seal_run(self.run_dir, record)
+
+
+def _final_fields(final: TestRun) -> dict[str, Any]:
+    return {
+        "passed": final.passed,
+        "tests_run": final.tests_run,
+        "failures": final.failures,
+        "status": final.status,
+        "exit_code": final.exit_code,
+        "attested": final.attested,
+        "runtime": final.runtime,
+    }
+
+
+def _after_final(stop: LoopStop, final: TestRun, cancel: CancelToken) -> LoopStop:
+    """A final test run cut short by cancellation or the deadline ends the run that way."""
+    if final.sandbox.status == "completed":
+        return stop
+    if cancel.cancelled:
+        return LoopStop("cancelled", "cancelled during the final test run")
+    if cancel.deadline_passed():
+        return LoopStop("timeout", "wall clock ran out during the final test run")
+    return stop
+
+
+def _docker_backend() -> SandboxBackend:
+    from sandbox_agent.sandbox.docker_backend import DockerBackend
+
+    return DockerBackend()
