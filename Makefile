@@ -5,6 +5,8 @@ SHELL := /bin/bash
 UV ?= $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 PY := .venv/bin/python
 RUNS ?= 100
+RUNTIME ?= runc
+STRESS_ARGS ?=
 PYTEST_ARGS ?=
 
 export DOCKER_API_VERSION := 1.41
@@ -60,7 +62,7 @@ bench: setup
 	$(PY) -m benchmarks
 
 stress: setup
-	.venv/bin/sandbox-agent stress --runs $(RUNS)
+	.venv/bin/sandbox-agent stress --runs $(RUNS) --runtime $(RUNTIME) --cpu-load $(STRESS_ARGS)
 
 adversarial-report: setup
 	$(PY) -m sandbox_agent.assurance.adversarial_report
