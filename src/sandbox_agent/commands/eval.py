@@ -1,18 +1,138 @@
-"""`sandbox-agent eval`: not built yet (see the issue that adds it)."""
+"""`sandbox-agent eval`: run a suite of tasks, score every run, write a JSON and a Markdown report.
+
+Exit codes: 0 when every run passed with no executed violation, 1 otherwise, 2 for a
+usage or setup error.
+"""
 
 from __future__ import annotations
 
 import argparse
 
-HELP = "eval (not built yet)"
+HELP = "run an evaluation suite (held-out tests, scoring, reports)"
+DEFAULT_PROVIDER = "scripted"
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """No arguments yet."""
+    """Flags of DESIGN section 6, plus where results go and the control run."""
+    from sandbox_agent.evals.executor import DEFAULT_JOBS, DEFAULT_REPEATS
+
+    parser.add_argument("--provider", default=DEFAULT_PROVIDER, help="provider name (scripted)")
+    parser.add_argument("--model", default=None, help="model name, for real providers")
+    parser.add_argument(
+        "--repeats",
+        type=_positive,
+        default=DEFAULT_REPEATS,
+        help=f"runs per task, each kept (default {DEFAULT_REPEATS})",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=_positive,
+        default=DEFAULT_JOBS,
+        help=f"runs at once (default {DEFAULT_JOBS})",
+    )
+    parser.add_argument("--tasks", default=None, help="comma-separated task ids (default all)")
+    parser.add_argument("--suite", default="fixtures", help="fixtures (default) or humanevalfix")
+    parser.add_argument("--json", action="store_true", help="print the JSON report on stdout")
+    parser.add_argument(
+        "--results-dir",
+        default=None,
+        help="where report.json and report.md go (default results/<timestamp>/)",
+    )
+    parser.add_argument(
+        "--no-fix",
+        action="store_true",
+        help="control run: a plan that changes nothing, instead of each reference plan",
+    )
+    parser.add_argument("--runtime", choices=("runc", "runsc"), default="runc")
+    parser.add_argument("--fixtures-dir", default=None, help="the project's fixtures folder")
+    parser.add_argument(
+        "--dataset",
+        default=None,
+        help="HumanEvalFix JSONL (default ../shared/data/humanevalfix/...)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    """Not built yet: exit 2 with a line saying so."""
-    from sandbox_agent.errors import UsageError
+    """Build the suite, run it in parallel, write the reports, print a summary.
 
-    raise UsageError("'eval' is not built yet in this version")
+    Raises:
+        UsageError: bad flags, an unknown suite, task, fixture or dataset.
+        SetupError: Docker or the runner image is missing.
+    """
+    import datetime as dt
+    import sys
+    import tempfile
+    import time
+    from pathlib import Path
+
+    from sandbox_agent.controller import run_task
+    from sandbox_agent.errors import UsageError
+    from sandbox_agent.evals.executor import EvalOptions, run_all
+    from sandbox_agent.evals.progress import ProgressBar
+    from sandbox_agent.evals.report import default_results_dir, make_report, write_report
+    from sandbox_agent.evals.suites import SuiteOptions, build_cases
+    from sandbox_agent.sandbox.docker_backend import DockerBackend
+
+    task_ids = (
+        [part.strip() for part in args.tasks.split(",") if part.strip()] if args.tasks else None
+    )
+    if args.tasks is not None and not task_ids:
+        raise UsageError("--tasks is empty; give comma-separated task ids")
+    started_at = dt.datetime.now(dt.UTC)
+    results = Path(args.results_dir) if args.results_dir else default_results_dir(started_at)
+    options = EvalOptions(
+        provider=args.provider,
+        model=args.model,
+        runtime=args.runtime,
+        repeats=args.repeats,
+        jobs=args.jobs,
+        trace_dir=(results / "traces").resolve(),
+    )
+    suite_options = SuiteOptions(
+        task_ids=task_ids,
+        fix=not args.no_fix,
+        fixtures_dir=Path(args.fixtures_dir) if args.fixtures_dir else None,
+        dataset=args.dataset,
+    )
+    with tempfile.TemporaryDirectory(prefix="sandbox-agent-suite-") as scratch:
+        cases = build_cases(args.suite, suite_options, Path(scratch))
+        if not cases:
+            raise UsageError("no tasks selected; check --tasks")
+        began = time.monotonic()
+        progress = ProgressBar(len(cases) * args.repeats, label=args.suite)
+        records = run_all(
+            cases, options, backend_factory=DockerBackend, run_task=run_task, progress=progress
+        )
+        wall = time.monotonic() - began
+    report = make_report(
+        records,
+        suite=args.suite,
+        provider=args.provider,
+        model=args.model or next((r.model for r in records if r.model), ""),
+        runtime=args.runtime,
+        jobs=args.jobs,
+        repeats=args.repeats,
+        control=args.no_fix,
+        started_at=started_at,
+        wall_seconds=wall,
+    )
+    json_path, md_path = write_report(report, results)
+    s = report.summary
+    if args.json:
+        print(report.model_dump_json(indent=1))
+    else:
+        print(report.notice)
+        print(
+            f"{args.suite}: {s.passed}/{s.runs} passed, {s.clean} clean, attempted violations "
+            f"{s.attempted_violations}, executed violations {s.executed_violations}, "
+            f"wall {wall:.1f} s"
+        )
+    print(f"reports: {json_path} {md_path}", file=sys.stderr)
+    return 0 if s.passed == s.runs and s.executed_violations == 0 else 1
