@@ -7,6 +7,7 @@ Runs are executed by the injected run function (``run_task`` by default).
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import AsyncIterator
@@ -41,7 +42,7 @@ def create_app(
     settings: ServiceSettings,
     run_fn: RunFunction | None = None,
     *,
-    preflight_fn: PreflightFunction = default_preflight,
+    preflight_fn: PreflightFunction | None = None,
     reap_fn: ReapFunction = default_reap,
 ) -> FastAPI:
     """Build the service. Its database opens, and its workers start, with the app's lifespan.
@@ -49,7 +50,7 @@ def create_app(
     Args:
         settings: limits, paths and the token.
         run_fn: runs one task; ``sandbox_agent.controller.run_task`` when None.
-        preflight_fn: answers ``GET /preflight``.
+        preflight_fn: answers ``GET /preflight``; ``preflight``'s checks when None.
         reap_fn: called in the background at start when runs were left in flight.
     """
     if run_fn is None:
@@ -57,6 +58,7 @@ def create_app(
 
         run_fn = run_task
     chosen_run_fn = run_fn
+    check = preflight_fn or functools.partial(default_preflight, settings.runtime)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -67,7 +69,7 @@ def create_app(
             store=store,
             manager=manager,
             limiter=RateLimiter(settings.rate_per_second, settings.rate_burst),
-            preflight=PreflightCache(preflight_fn),
+            preflight=PreflightCache(check),
         )
         interrupted = manager.start()
         if interrupted:

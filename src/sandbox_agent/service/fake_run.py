@@ -89,14 +89,14 @@ class FakeRunFunction:
 
     def _run(self, config: RunConfig, cancel: CancelToken, emit: EventSink) -> RunResult:
         calls = _calls()
-        emit({"type": "run_started", "run_id": config.run_id, "task": config.task})
+        emit({"event": "run_started", "run_id": config.run_id, "task": config.task})
         done: list[ToolCallRecord] = []
         for step, call in enumerate(calls, start=1):
             if cancel.wait(self.seconds / len(calls)):
                 return self._result(config, "CANCELLED", "cancelled by the user", done, "")
             done.append(call)
-            emit({"type": "tool_call", "step": step, **call.model_dump()})
-        emit({"type": "run_finished", "status": "SUCCEEDED"})
+            emit({"event": "tool_call", "step": step, **call.model_dump()})
+        emit({"event": "run_finished", "status": "SUCCEEDED"})
         return self._result(config, "SUCCEEDED", "final tests passed", done, FAKE_DIFF)
 
     @staticmethod

@@ -151,9 +151,9 @@ class RunStore:
             return
         text = json.dumps(event, ensure_ascii=False, default=str)
         if seq == MAX_EVENTS_PER_RUN:
-            text = json.dumps({"type": "events_truncated", "limit": MAX_EVENTS_PER_RUN})
+            text = json.dumps({"event": "events_truncated", "limit": MAX_EVENTS_PER_RUN})
         elif len(text.encode()) > MAX_EVENT_BYTES:
-            text = json.dumps({"type": "event_too_large", "bytes": len(text.encode())})
+            text = json.dumps({"event": "event_too_large", "bytes": len(text.encode())})
         self._write(
             "INSERT OR IGNORE INTO events (run_id, seq, event_json) VALUES (?, ?, ?)",
             (run_id, seq, text),

@@ -229,7 +229,7 @@ function addEvent(data) {
   let text = data;
   try {
     const event = JSON.parse(data);
-    const kind = event.type || event.event || event.kind || "event";
+    const kind = event.event || event.type || "event";
     text = kind + (event.tool ? " " + event.tool : "") + (event.denial ? " DENIED " + event.denial : "") +
       " " + JSON.stringify(event).slice(0, 300);
   } catch (error) { /* shown as received */ }

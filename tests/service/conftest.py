@@ -1,0 +1,7 @@
+"""Fixtures of the service tests (the harness itself is in ``service_harness``)."""
+
+from __future__ import annotations
+
+from service_harness import make_settings, server, start_server
+
+__all__ = ["make_settings", "server", "start_server"]
