@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 
 export DOCKER_API_VERSION := 1.41
 
-.PHONY: help setup venv docker image image-online demo test check fmt bench stress \
+.PHONY: help setup venv docker image image-online demo test check fmt bench stress browser \
         adversarial-report live-smoke clean
 
 help:
@@ -46,7 +46,13 @@ setup: venv docker image
 demo: setup
 	@bash scripts/demo.sh
 
-test: setup
+# Debian's chromium for the service's browser tests (Playwright drives it; never downloads one).
+browser:
+	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	fi
+
+test: setup browser
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 check: venv
