@@ -1,0 +1,135 @@
+"""The trusted runner wrapper on small temporary repositories, run under PID 1's relay
+so that its report travels through fd 3 exactly as in the container."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from supervisor_helpers import Supervised, run_supervised
+
+PASSING = "import unittest\nclass T(unittest.TestCase):\n    def test_ok(self): pass\n"
+FAILING = (
+    "import unittest\nclass T(unittest.TestCase):\n"
+    "    def test_ok(self): pass\n    def test_bad(self): self.fail('no')\n"
+    "    @unittest.skip('later')\n    def test_later(self): pass\n"
+)
+ERROR = "import unittest\nclass T(unittest.TestCase):\n    def test_boom(self): raise OSError\n"
+PYTEST_MIXED = (
+    "import pytest\ndef test_a(): pass\ndef test_b(): assert False\n"
+    "@pytest.mark.skip\ndef test_c(): pass\n"
+    "@pytest.fixture\ndef broken(): raise RuntimeError\ndef test_d(broken): pass\n"
+)
+
+
+def _repo(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def _run(repo: Path, *args: str) -> Supervised:
+    argv = [sys.executable, "-I", "-B", "-m", "sandbox_supervisor.run_tests", *args]
+    return run_supervised("", argv=argv, cwd=repo, deadline_s=60)
+
+
+def _counts(run: Supervised) -> dict[str, Any] | None:
+    report: dict[str, Any] | None = run.exit_report["runner_report"]
+    return None if report is None else {k: v for k, v in report.items() if k != "runner"}
+
+
+def test_unittest_passing_suite_exits_0(tmp_path: Path) -> None:
+    run = _run(_repo(tmp_path, {"test_one.py": PASSING}), "unittest")
+    assert run.exit_code == 0
+    assert run.exit_report["runner_report"] == {
+        "runner": "unittest",
+        "tests_run": 1,
+        "failures": 0,
+        "errors": 0,
+        "skipped": 0,
+    }
+
+
+def test_unittest_failures_errors_and_skips_are_counted(tmp_path: Path) -> None:
+    repo = _repo(tmp_path, {"tests/test_f.py": FAILING, "tests/test_e.py": ERROR})
+    (repo / "tests" / "__init__.py").write_text("")
+    run = _run(repo, "unittest")
+    assert run.exit_code == 1
+    assert _counts(run) == {"tests_run": 4, "failures": 1, "errors": 1, "skipped": 1}
+
+
+def test_unittest_with_no_tests_does_not_pass(tmp_path: Path) -> None:
+    run = _run(_repo(tmp_path, {"util.py": "X = 1\n"}), "unittest")
+    assert run.exit_code == 1
+    assert _counts(run) == {"tests_run": 0, "failures": 0, "errors": 0, "skipped": 0}
+
+
+def test_unittest_import_error_is_an_error(tmp_path: Path) -> None:
+    run = _run(_repo(tmp_path, {"test_x.py": "import missing_module\n"}), "unittest")
+    assert run.exit_code == 1
+    counts = _counts(run)
+    assert counts is not None
+    assert counts["errors"] == 1
+
+
+def test_unittest_selector_runs_one_test(tmp_path: Path) -> None:
+    run = _run(_repo(tmp_path, {"test_f.py": FAILING}), "unittest", "test_f.T.test_ok")
+    assert run.exit_code == 0
+    assert _counts(run) == {"tests_run": 1, "failures": 0, "errors": 0, "skipped": 0}
+
+
+def test_unittest_bad_selector_is_an_error(tmp_path: Path) -> None:
+    run = _run(_repo(tmp_path, {"test_f.py": FAILING}), "unittest", "test_f.Nope")
+    assert run.exit_code == 1
+    counts = _counts(run)
+    assert counts is not None
+    assert counts["errors"] == 1
+
+
+def test_a_repository_cannot_shadow_the_wrapper(tmp_path: Path) -> None:
+    shadow = "import os\nos.write(3, b'{}')\nos._exit(0)\n"
+    repo = _repo(tmp_path, {"test_one.py": PASSING, "sandbox_supervisor/run_tests.py": shadow})
+    (repo / "sandbox_supervisor" / "__init__.py").write_text("")
+    run = _run(repo, "unittest")
+    assert run.exit_code == 0
+    assert _counts(run) is not None
+
+
+def test_a_test_that_exits_early_leaves_no_report(tmp_path: Path) -> None:
+    code = "import os, unittest\nclass T(unittest.TestCase):\n    def test(self): os._exit(0)\n"
+    run = _run(_repo(tmp_path, {"test_exit.py": code}), "unittest")
+    assert run.exit_code == 0
+    assert run.exit_report["runner_report"] is None
+
+
+def test_pytest_counts_pass_fail_skip_and_error(tmp_path: Path) -> None:
+    run = _run(_repo(tmp_path, {"test_p.py": PYTEST_MIXED}), "pytest")
+    assert run.exit_code == 1
+    assert run.exit_report["runner_report"]["runner"] == "pytest"
+    assert _counts(run) == {"tests_run": 4, "failures": 1, "errors": 1, "skipped": 1}
+
+
+def test_pytest_selector_and_pass(tmp_path: Path) -> None:
+    run = _run(_repo(tmp_path, {"test_p.py": PYTEST_MIXED}), "pytest", "test_p.py::test_a")
+    assert run.exit_code == 0
+    assert _counts(run) == {"tests_run": 1, "failures": 0, "errors": 0, "skipped": 0}
+
+
+def test_pytest_collection_error_is_an_error(tmp_path: Path) -> None:
+    run = _run(_repo(tmp_path, {"test_p.py": "import missing_module\n"}), "pytest")
+    assert run.exit_code == 1
+    counts = _counts(run)
+    assert counts is not None
+    assert counts["errors"] == 1
+    assert counts["tests_run"] == 0
+
+
+@pytest.mark.parametrize("args", [(), ("nose",), ("unittest", "a", "b")])
+def test_usage_errors(tmp_path: Path, args: tuple[str, ...]) -> None:
+    run = _run(tmp_path, *args)
+    assert run.exit_code == 2
+    assert run.exit_report["runner_report"] is None
