@@ -1,0 +1,126 @@
+"""run_tests through the fake backend: the verdict comes from evidence, never from printing."""
+
+from __future__ import annotations
+
+import pytest
+from toolbox_helpers import call
+
+from sandbox_agent.policy import Policy, denials
+from sandbox_agent.sandbox.base import CancelToken, SandboxLimits
+from sandbox_agent.sandbox.fake import FakeBackend, completed, refused
+from sandbox_agent.tools import TestRun, ToolBox
+from sandbox_agent.workspace import Workspace
+
+WRAPPER = ("/usr/bin/python3", "-I", "-B", "-m", "sandbox_supervisor.run_tests")
+
+
+def test_a_clean_attested_run_passes_and_carries_the_evidence(
+    toolbox: ToolBox, backend: FakeBackend
+) -> None:
+    backend.add(completed(tests_run=3, output=b"...\nOK\n"))
+    outcome = call(toolbox, "run_tests")
+    assert outcome.ok
+    for field in (
+        "status",
+        "exit_code",
+        "tests_run",
+        "failures",
+        "attested",
+        "runtime",
+        "passed",
+        "summary",
+    ):
+        assert field in outcome.result
+    assert outcome.result["passed"] is True
+    assert outcome.result["status"] == "completed"
+    assert outcome.result["tests_run"] == 3
+    assert outcome.result["attested"] is True
+    assert outcome.result["runtime"] == "runc"
+    request = backend.requests[0]
+    assert request.argv == (*WRAPPER, "unittest")
+    assert request.workspace == toolbox.workspace.root
+    assert request.workload_env == {}
+
+
+@pytest.mark.parametrize(
+    ("result", "why"),
+    [
+        (completed(exit_code=0, tests_run=0, output=b"Ran 5 tests\nOK\n"), "no test ran"),
+        (completed(exit_code=0, report=False, output=b"Ran 5 tests\nOK\n"), "wrote no report"),
+        (completed(exit_code=0, tests_run=4, failures=1, output=b"OK\n"), "inconsistent"),
+        (completed(exit_code=1, tests_run=4, output=b"OK\n"), "inconsistent"),
+        (completed(exit_code=1, tests_run=4, errors=2), "2 errors"),
+        (completed(exit_code=0, tests_run=2, skipped=2), "no test ran"),
+        (completed(exit_code=0, tests_run=2, runner="pytest"), "runner 'pytest'"),
+        (completed(tests_run=3).model_copy(update={"attested": False}), "not attested"),
+        (completed(tests_run=3).model_copy(update={"status": "timeout"}), "'timeout'"),
+        (refused("spec mismatch: seccomp"), "'refused'"),
+    ],
+)
+def test_printing_cannot_claim_a_pass(
+    toolbox: ToolBox, backend: FakeBackend, result: object, why: str
+) -> None:
+    backend.add(result)  # type: ignore[arg-type]
+    outcome = call(toolbox, "run_tests")
+    assert outcome.ok
+    assert outcome.result["passed"] is False
+    assert why in outcome.result["reason"]
+
+
+def test_selector_and_pytest_environment(workspace: Workspace, backend: FakeBackend) -> None:
+    toolbox = ToolBox(
+        workspace,
+        Policy(runner="pytest"),
+        backend,
+        runtime="runsc",
+        limits=SandboxLimits(timeout_s=5),
+    )
+    backend.add(completed(runner="pytest", runtime="runsc"))
+    outcome = call(toolbox, "run_tests", selector="tests/test_core.py::TestPages::test_rounds_up")
+    assert outcome.result["passed"] is True
+    request = backend.requests[0]
+    assert request.argv == (*WRAPPER, "pytest", "tests/test_core.py::TestPages::test_rounds_up")
+    assert request.workload_env == {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    assert request.runtime == "runsc"
+    assert request.limits.timeout_s == 5
+
+
+def test_a_bad_selector_never_reaches_the_sandbox(toolbox: ToolBox, backend: FakeBackend) -> None:
+    outcome = call(toolbox, "run_tests", selector="--help")
+    assert outcome.denial == denials.COMMAND_BAD_SELECTOR
+    assert backend.requests == []
+
+
+def test_the_summary_is_bounded_and_free_of_control_characters(
+    toolbox: ToolBox, backend: FakeBackend
+) -> None:
+    noisy = b"\x1b[31mred\x1b[0m\n" + b"x" * 10_000 + b"\n" + b"line\n" * 100
+    backend.add(completed(tests_run=1, exit_code=1, failures=1, output=noisy))
+    outcome = call(toolbox, "run_tests")
+    summary = outcome.result["summary"]
+    assert len(summary.encode()) <= 2048
+    assert "\x1b" not in summary
+    assert summary.startswith("FAILED: 1 failed")
+
+
+def test_final_run_is_the_whole_suite(toolbox: ToolBox, backend: FakeBackend) -> None:
+    backend.add(completed(tests_run=7))
+    final = toolbox.run_final_tests()
+    assert isinstance(final, TestRun)
+    assert final.passed
+    assert final.tests_run == 7
+    assert final.sandbox.status == "completed"
+    assert backend.requests[0].argv == (*WRAPPER, "unittest")
+
+
+def test_a_cancelled_run_creates_nothing_and_fails(
+    workspace: Workspace, backend: FakeBackend
+) -> None:
+    token = CancelToken()
+    token.cancel()
+    toolbox = ToolBox(workspace, Policy(), backend, cancel=token)
+    backend.add(completed(tests_run=3))
+    final = toolbox.run_final_tests()
+    assert not final.passed
+    assert final.status == "cancelled"
+    assert final.sandbox.started is False
