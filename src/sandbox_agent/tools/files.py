@@ -33,6 +33,14 @@ def decode_text(content: bytes, path: str) -> str:
         raise ToolDenied(denials.PATH_NOT_TEXT, f"'{path}' is not UTF-8 text") from None
 
 
+def lines_of(text: str) -> list[str]:
+    """Lines split on ``\n`` only, as editors and ``apply_patch`` see them."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
 def cut(line: str, limit: int) -> str:
     """``line`` cut to ``limit`` characters, with a marker saying how long it was."""
     if len(line) <= limit:
@@ -55,7 +63,7 @@ def read_file(fs: SafeFS, args: ReadFileArgs, limits: ToolLimits) -> ToolResult:
         ToolDenied: any ``path.*`` code, or ``args.invalid`` for an impossible range.
     """
     text = decode_text(fs.read_bytes(args.path, limits.max_read_file_bytes), args.path)
-    lines = text.splitlines()
+    lines = lines_of(text)
     total = len(lines)
     start = args.start_line or 1
     end = min(args.end_line or total, total)
@@ -132,7 +140,7 @@ def search(fs: SafeFS, args: SearchArgs, limits: ToolLimits) -> ToolResult:
             text = decode_text(file.content, file.path)
         except ToolDenied:
             continue
-        for number, line in enumerate(text.splitlines(), start=1):
+        for number, line in enumerate(lines_of(text), start=1):
             if program.search(line) is None:
                 continue
             if len(matches) == limits.max_search_matches:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from sandbox_agent.errors import ToolDenied
+from sandbox_agent.errors import ToolDenied, WorkspaceError
 from sandbox_agent.policy import Policy, denials, runner_command
 from sandbox_agent.sandbox.base import (
     CancelToken,
@@ -73,7 +73,8 @@ class ToolBox:
         """Run one call. Never raises for anything the model did: a refusal is a denial.
 
         Raises:
-            InfrastructureError: our own side failed (workspace, Docker).
+            WorkspaceError: a file operation failed on our side (e.g. the disk is full).
+            InfrastructureError: our own side failed (Docker).
         """
         started = time.monotonic()
         try:
@@ -83,6 +84,8 @@ class ToolBox:
                 )
             message, result = self._dispatch(_args_for(call))
             outcome = ToolOutcome(tool=call.tool, ok=True, message=message, result=result)
+        except OSError as error:
+            raise WorkspaceError(f"{call.tool} failed on our side: {error}") from error
         except ToolDenied as denied:
             outcome = ToolOutcome(
                 tool=call.tool, ok=False, denial=denied.code, message=denied.message
