@@ -2,7 +2,8 @@
 every item's node id and whether it would be skipped in this environment, as JSON, to the
 file named by ``$SANDBOX_AGENT_COLLECT_OUT``.
 
-A skip is found from ``skip``/``skipif`` marks and from the suite's own Docker rule (the
+A skip is found from ``skip``/``skipif`` marks, an ``xfail`` mark (a broken claim, not a
+guarantee) and from the suite's own Docker rule (the
 root ``conftest.py``'s ``docker_problem`` and ``runsc_problem``), without running anything.
 """
 
@@ -34,6 +35,8 @@ def _skip_reason(item: pytest.Item, rule: Any) -> str | None:
             return str(mark.kwargs.get("reason", "skipif"))
         if any(isinstance(condition, str) for condition in conditions):
             return f"skipif with a string condition cannot be judged here: {conditions}"
+    for mark in item.iter_markers("xfail"):
+        return f"marked xfail, an open finding: {mark.kwargs.get('reason', '')}"
     is_docker = item.get_closest_marker("docker") or item.get_closest_marker("runsc")
     if is_docker and rule is not None:
         problem = rule.docker_problem()
