@@ -19,6 +19,9 @@ from sandbox_agent.policy.protected import protected_reason
         "pkg/tests/helper.py",
         "Tests/x.py",
         "test_core.py",
+        "test.py",
+        "testhelpers.py",
+        "pkg/testutil.py",
         "pkg/core_test.py",
         "conftest.py",
         "pkg/conftest.py",
@@ -46,7 +49,7 @@ def test_protected_paths(path: str) -> None:
 
 @pytest.mark.parametrize(
     "path",
-    ["paginator/core.py", "README.md", "pkg/contest.py", "pkg/testing_utils.py", "src/policy.py"],
+    ["paginator/core.py", "README.md", "pkg/contest.py", "pkg/utils_testing.py", "src/policy.py"],
 )
 def test_ordinary_paths_are_not_protected(path: str) -> None:
     assert protected_reason(path) is None

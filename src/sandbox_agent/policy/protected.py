@@ -11,8 +11,8 @@ import unicodedata
 
 TEST_DIR_NAMES = frozenset({"test", "tests", "testing", "testdata", "test_data", "fixtures"})
 """Tests and test data, at any depth."""
-TEST_FILE_GLOBS = ("test_*.py", "*_test.py", "tests.py")
-"""Test modules, at any depth."""
+TEST_FILE_GLOBS = ("test*.py", "*_test.py")
+"""Test modules, at any depth: unittest discovery loads ``test*.py``, pytest also ``*_test.py``."""
 TEST_CONFIG_NAMES = frozenset(
     {
         "conftest.py",
