@@ -25,7 +25,6 @@ def online(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("SANDBOX_AGENT_OFFLINE", "0")
     monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_ANTHROPIC_KEY)
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_OPENAI_KEY)
-    monkeypatch.setenv("SANDBOX_AGENT_HOME", str(tmp_path / "home"))
     for name in ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
         monkeypatch.delenv(name, raising=False)
         monkeypatch.delenv(name.lower(), raising=False)
