@@ -192,3 +192,15 @@ def test_server_errors_are_retried_a_bounded_number_of_times(
     assert len(server.received) == 5  # the first attempt and DEFAULT_MAX_RETRIES retries
     (spend,) = Ledger(online).summary()
     assert (spend.requests, spend.settled_usd, spend.open_reservations) == (5, 0.0, 0)
+
+
+def test_an_unreadable_answer_is_a_provider_failure_not_a_crash(
+    server: FakeModelServer, online: Path
+) -> None:
+    server.answers.append(Answer(200, {"content": None, "usage": None}))
+
+    with pytest.raises(InfrastructureError, match="could not be read"):
+        provider(server, online).complete(request())
+
+    (spend,) = Ledger(online).summary()
+    assert spend.open_reservations == 0

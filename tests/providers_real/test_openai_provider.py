@@ -199,3 +199,19 @@ def test_the_official_api_gets_a_required_single_tool_call(
     body = server.received[0].body
     assert (body["tool_choice"], body["parallel_tool_calls"]) == ("required", False)
     assert body["max_completion_tokens"] == 1000
+
+
+@pytest.mark.parametrize(
+    "body", [{"choices": [{"message": None}]}, {"choices": [{"message": {"tool_calls": 7}}]}]
+)
+def test_an_unreadable_answer_is_a_provider_failure_not_a_crash(
+    server: FakeModelServer, online: Path, body: dict[str, object]
+) -> None:
+    server.answers.append(Answer(200, body))
+
+    with pytest.raises(InfrastructureError, match="could not be read"):
+        provider(server, online).complete(request())
+
+    (spend,) = Ledger(online).summary()
+    assert (spend.open_reservations, spend.requests) == (0, 1)
+    assert spend.settled_usd > 0  # maybe billed: settled at the reserved worst case

@@ -57,6 +57,32 @@ class Failure(NamedTuple):
     detail: str
 
 
+class UnreadableAnswer(InfrastructureError):
+    """Raised by ``send`` when an answer lacks the shape of the API's (the SDKs do not check)."""
+
+
+class Answer(NamedTuple):
+    """What a provider read from one answer: raw text for the controller, and the usage."""
+
+    text: str
+    notes: tuple[str, ...]
+    usage: TokenCounts | None
+    model: str
+
+
+def read_answer(read: Callable[[], tuple[str, tuple[str, ...], TokenCounts | None, str]]) -> Answer:
+    """Run ``read`` over an SDK object; a shape it lacks becomes ``UnreadableAnswer``.
+
+    The SDKs build response objects without validating them, so a broken or hostile
+    endpoint yields ``None`` where an object was expected: that is an unreadable answer,
+    not a crash of the controller.
+    """
+    try:
+        return Answer(*read())
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError):
+        raise UnreadableAnswer("the API's answer could not be read") from None
+
+
 class Metered(NamedTuple, Generic[T]):
     response: T
     usage: Usage
@@ -152,7 +178,9 @@ class Meter:
             try:
                 response = send()
             except Exception as error:
-                failure = classify(error)
+                failure = (
+                    unreadable_answer() if isinstance(error, UnreadableAnswer) else classify(error)
+                )
                 billed = failure is None or failure.maybe_billed
                 spent = worst if billed else TokenCounts(0, 0)
                 self.ledger.settle(
@@ -234,3 +262,20 @@ def transport_failure(*, timed_out: bool) -> Failure:
     if timed_out:
         return Failure("timeout", True, True, None, "request timed out")
     return Failure("failed", True, True, None, "connection failed")
+
+
+def unreadable_answer() -> Failure:
+    """An answer the SDK could not read: not retried, settled at the worst case."""
+    return Failure("failed", False, True, None, "the API's answer could not be read")
+
+
+def token_counts(input_tokens: object, output_tokens: object) -> TokenCounts | None:
+    """Reported usage, or None when a server reported something that is not two counts."""
+    # type() is int, not isinstance: a JSON true is not a token count.
+    if type(input_tokens) is int and type(output_tokens) is int:
+        return (
+            TokenCounts(input_tokens, output_tokens)
+            if min(input_tokens, output_tokens) >= 0
+            else None
+        )
+    return None

@@ -16,7 +16,7 @@ from typing import NamedTuple
 from sandbox_agent.errors import UsageError
 
 PRICES_AS_OF = "2026-12-01"
-"""When the table was last transcribed from the providers' published list prices."""
+"""When the table was last checked (see the comment on each group of rows)."""
 
 
 class Price(NamedTuple):
@@ -27,16 +27,23 @@ class Price(NamedTuple):
 
 
 PRICES: dict[str, Price] = {
-    # Anthropic
+    # Anthropic: checked against the model pages of platform.claude.com on PRICES_AS_OF.
+    "claude-fable-5-1": Price(10.00, 50.00),
+    "claude-opus-5-5": Price(4.00, 20.00),
+    "claude-opus-5": Price(5.00, 25.00),
+    "claude-sonnet-5-5": Price(2.00, 10.00),
+    "claude-sonnet-5": Price(2.00, 10.00),
+    "claude-opus-4-6": Price(5.00, 25.00),
     "claude-opus-4-5": Price(5.00, 25.00),
     "claude-opus-4-1": Price(15.00, 75.00),
     "claude-opus-4": Price(15.00, 75.00),
+    "claude-sonnet-4-6": Price(3.00, 15.00),
     "claude-sonnet-4-5": Price(3.00, 15.00),
     "claude-sonnet-4": Price(3.00, 15.00),
-    "claude-3-7-sonnet": Price(3.00, 15.00),
     "claude-haiku-4-5": Price(1.00, 5.00),
     "claude-3-5-haiku": Price(0.80, 4.00),
-    # OpenAI
+    # OpenAI: list prices as published when each model launched; not re-checked on
+    # PRICES_AS_OF. Newer models need --price-per-mtok-in/out.
     "gpt-5": Price(1.25, 10.00),
     "gpt-5-mini": Price(0.25, 2.00),
     "gpt-5-nano": Price(0.05, 0.40),

@@ -14,13 +14,17 @@ import anthropic
 from typing_extensions import override
 
 from sandbox_agent.ledger.meter import (
+    Answer,
     Failure,
     Meter,
     TokenCounts,
     estimate_input_tokens,
     limits_from_options,
+    read_answer,
     status_failure,
+    token_counts,
     transport_failure,
+    unreadable_answer,
 )
 from sandbox_agent.ledger.prices import price_for
 from sandbox_agent.ledger.store import Ledger
@@ -90,6 +94,8 @@ def classify(error: Exception) -> Failure | None:
         return status_failure(error.status_code, headers, error.body, key_env=KEY_ENV["anthropic"])
     if isinstance(error, anthropic.APIConnectionError):
         return transport_failure(timed_out=isinstance(error, anthropic.APITimeoutError))
+    if isinstance(error, anthropic.APIError):
+        return unreadable_answer()
     return None
 
 
@@ -97,7 +103,12 @@ def usage_of(message: anthropic.types.Message) -> TokenCounts | None:
     """Input (cache reads and writes included, priced as input) and output tokens."""
     usage = message.usage
     cached = (usage.cache_creation_input_tokens or 0) + (usage.cache_read_input_tokens or 0)
-    return TokenCounts(usage.input_tokens + cached, usage.output_tokens)
+    return token_counts(usage.input_tokens + cached, usage.output_tokens)
+
+
+def read(message: anthropic.types.Message) -> Answer:
+    """Everything the provider needs from one answer, or ``UnreadableAnswer``."""
+    return read_answer(lambda: (*reply_text(message), usage_of(message), str(message.model or "")))
 
 
 class AnthropicProvider(Provider):
@@ -129,20 +140,23 @@ class AnthropicProvider(Provider):
             "system": request.system,
             "messages": build_messages(request, offered),
             "tools": anthropic_tools(tools),
-            # One tool call per turn, and always a tool call: the loop has no other input.
-            "tool_choice": {"type": "any", "disable_parallel_tool_use": True},
+            # One tool call per turn. Not forced ("any"): newer models refuse forced tool
+            # use, and a turn without a tool call is counted by the controller anyway.
+            "tool_choice": {"type": "auto", "disable_parallel_tool_use": True},
         }
         metered = self._meter.call(
-            lambda: self._client.messages.create(**params),
+            lambda: read(self._client.messages.create(**params)),
             input_tokens=estimate_input_tokens(params),
             max_output_tokens=self._max_output_tokens,
             classify=classify,
-            usage_of=usage_of,
+            usage_of=lambda answer: answer.usage,
         )
-        text, notes = reply_text(metered.response)
+        answer = metered.response
+        notes = answer.notes
         if metered.attempts > 1:
             notes += (f"sent {metered.attempts} times (retries)",)
-        return ModelReply(text=text, usage=metered.usage, model=metered.response.model, notes=notes)
+        model = answer.model or self._model
+        return ModelReply(text=answer.text, usage=metered.usage, model=model, notes=notes)
 
 
 def create(options: ProviderOptions) -> Provider:

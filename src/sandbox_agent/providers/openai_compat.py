@@ -18,13 +18,17 @@ from openai.types.chat import ChatCompletion
 from typing_extensions import override
 
 from sandbox_agent.ledger.meter import (
+    Answer,
     Failure,
     Meter,
     TokenCounts,
     estimate_input_tokens,
     limits_from_options,
+    read_answer,
     status_failure,
+    token_counts,
     transport_failure,
+    unreadable_answer,
 )
 from sandbox_agent.ledger.prices import price_for
 from sandbox_agent.ledger.store import Ledger
@@ -97,6 +101,8 @@ def classify(error: Exception) -> Failure | None:
         return status_failure(error.status_code, headers, error.body, key_env=KEY_ENV["openai"])
     if isinstance(error, openai.APIConnectionError):
         return transport_failure(timed_out=isinstance(error, openai.APITimeoutError))
+    if isinstance(error, openai.APIError):
+        return unreadable_answer()
     return None
 
 
@@ -104,7 +110,14 @@ def usage_of(completion: ChatCompletion) -> TokenCounts | None:
     """The tokens the server reported; None (settled at the reserved worst case) without them."""
     if completion.usage is None:
         return None
-    return TokenCounts(completion.usage.prompt_tokens, completion.usage.completion_tokens)
+    return token_counts(completion.usage.prompt_tokens, completion.usage.completion_tokens)
+
+
+def read(completion: ChatCompletion) -> Answer:
+    """Everything the provider needs from one answer, or ``UnreadableAnswer``."""
+    return read_answer(
+        lambda: (*reply_text(completion), usage_of(completion), str(completion.model or ""))
+    )
 
 
 class OpenAICompatProvider(Provider):
@@ -151,17 +164,18 @@ class OpenAICompatProvider(Provider):
             # Local servers differ in what they accept: only the oldest, widest-known fields.
             params["max_tokens"] = self._max_output_tokens
         metered = self._meter.call(
-            lambda: self._client.chat.completions.create(**params),
+            lambda: read(self._client.chat.completions.create(**params)),
             input_tokens=estimate_input_tokens(params),
             max_output_tokens=self._max_output_tokens,
             classify=classify,
-            usage_of=usage_of,
+            usage_of=lambda answer: answer.usage,
         )
-        text, notes = reply_text(metered.response)
+        answer = metered.response
+        notes = answer.notes
         if metered.attempts > 1:
             notes += (f"sent {metered.attempts} times (retries)",)
-        model = metered.response.model or self._model
-        return ModelReply(text=text, usage=metered.usage, model=model, notes=notes)
+        model = answer.model or self._model
+        return ModelReply(text=answer.text, usage=metered.usage, model=model, notes=notes)
 
 
 def create(options: ProviderOptions) -> Provider:
