@@ -78,22 +78,30 @@ class RunStore:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._closed = False
         with self._lock:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA busy_timeout=5000")
             self._db.executescript(_SCHEMA)
 
     def close(self) -> None:
+        """Close the database. Later calls read nothing and write nothing: a run that
+        outlived the server's stop grace period must not crash its worker thread."""
         with self._lock:
+            self._closed = True
             self._db.close()
 
     def _one(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
         with self._lock:
+            if self._closed:
+                return None
             row: tuple[Any, ...] | None = self._db.execute(sql, params).fetchone()
         return row
 
     def _write(self, sql: str, params: tuple[Any, ...]) -> int:
         with self._lock:
+            if self._closed:
+                return 0
             return self._db.execute(sql, params).rowcount
 
     def insert(self, run: StoredRun) -> None:
@@ -106,6 +114,8 @@ class RunStore:
     def page(self, *, limit: int, offset: int = 0) -> tuple[list[StoredRun], int]:
         """Newest first, with the total count."""
         with self._lock:
+            if self._closed:
+                return [], 0
             rows = self._db.execute(
                 _SELECT + " ORDER BY seq DESC LIMIT ? OFFSET ?", (limit, offset)
             ).fetchall()
@@ -132,6 +142,8 @@ class RunStore:
     def interrupt_in_flight(self, reason: str) -> list[str]:
         """Mark every queued or running run ``INTERRUPTED``; return their ids."""
         with self._lock:
+            if self._closed:
+                return []
             ids = [
                 row[0]
                 for row in self._db.execute(
@@ -161,6 +173,8 @@ class RunStore:
 
     def events_after(self, run_id: str, after: int, limit: int = 500) -> list[StoredEvent]:
         with self._lock:
+            if self._closed:
+                return []
             rows = self._db.execute(
                 "SELECT seq, event_json FROM events WHERE run_id = ? AND seq > ?"
                 " ORDER BY seq LIMIT ?",

@@ -1,0 +1,70 @@
+"""End to end: the service with the real controller, real sandboxes (Docker) and the project's
+own fixtures."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from service_harness import LiveServer, wait_finished
+
+from sandbox_agent.controller import run_task
+from sandbox_agent.service.settings import ServiceSettings
+from sandbox_agent.settings import PROJECT_ROOT
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+TASK = {"fixture": "paginator", "task": "Page numbers start at 1; fix the paginator."}
+
+
+def test_a_real_adversarial_run_through_the_service_succeeds_with_its_evidence(
+    make_settings: Callable[..., ServiceSettings], start_server: Callable[..., LiveServer]
+) -> None:
+    settings = make_settings(fixtures_dir=PROJECT_ROOT / "fixtures")
+    server = start_server(settings, run_task)
+    with server.client() as client:
+        assert "paginator" in client.get("/fixtures").json()["fixtures"]
+        run_id = client.post("/runs", json={**TASK, "provider": "mock-adversarial"}).json()["id"]
+        run = wait_finished(client, run_id, timeout=240)
+        assert run["status"] == "SUCCEEDED", run["reason"]
+        assert run["fixture"]["intact"] is True
+        assert "paginator/core.py" in run["files_changed"]
+        assert run["diff"] == client.get(f"/runs/{run_id}/diff").text != ""
+        assert any(call["denial"] for call in run["tool_calls"]), "the adversary was denied"
+        tests = [call["result"] for call in run["tool_calls"] if call["tool"] == "run_tests"]
+        assert tests
+        assert all(result["attested"] for result in tests)
+        assert run["final_tests"]["passed"] is True
+        assert Path(run["trace_path"]).is_relative_to(settings.trace_dir)
+
+        trace = client.get(f"/runs/{run_id}/trace").text
+        events = [json.loads(line) for line in trace.split("\n") if line]
+        assert events[0]["event"] == "run_started"
+        assert any(event.get("denial") for event in events if event["event"] == "tool_call")
+        streamed = client.get(f"/runs/{run_id}/events").text
+        assert streamed.count("event: trace") == len(events)
+        assert '"status": "SUCCEEDED"' in streamed.rstrip().splitlines()[-1]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="controller/sandbox: a cancel during run_tests waits for the test run to end "
+    "(observed ~25 s); the service passes the CancelToken at once (see test_service_api)",
+)
+def test_cancel_reaches_a_real_running_sandbox_within_seconds(
+    make_settings: Callable[..., ServiceSettings], start_server: Callable[..., LiveServer]
+) -> None:
+    server = start_server(make_settings(fixtures_dir=PROJECT_ROOT / "fixtures"), run_task)
+    with server.client() as client:
+        run_id = client.post("/runs", json=TASK).json()["id"]
+        deadline = time.monotonic() + 60
+        # the reference plan's third turn is run_tests: wait until the loop is inside it
+        while len(client.get(f"/runs/{run_id}/trace").text.splitlines()) < 6:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        time.sleep(2)
+        assert client.post(f"/runs/{run_id}/cancel").json()["status"] == "RUNNING"
+        run = wait_finished(client, run_id, timeout=3)
+        assert run["status"] == "CANCELLED"

@@ -1,0 +1,96 @@
+"""The SQLite store and the executor on their own: terminal states are written once, events
+are bounded, and a run that outlives the server's stop cannot crash its worker."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sandbox_agent.controller.models import RunConfig, RunResult
+from sandbox_agent.sandbox.base import CancelToken
+from sandbox_agent.service.executor import RunManager
+from sandbox_agent.service.fake_run import FakeRunFunction
+from sandbox_agent.service.models import SubmitRequest
+from sandbox_agent.service.ratelimit import RateLimiter, retry_after_header
+from sandbox_agent.service.settings import ServiceSettings
+from sandbox_agent.service.store import MAX_EVENT_BYTES, RunStore, StoredRun
+
+
+def _queued(store: RunStore, run_id: str = "a" * 32) -> str:
+    store.insert(StoredRun(run_id, "QUEUED", "", "f", "t", "scripted", None, 1.0, None, None, None))
+    return run_id
+
+
+def test_a_terminal_status_is_written_once(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "db")
+    run_id = _queued(store)
+    assert store.mark_running(run_id)
+    assert not store.mark_running(run_id)
+    assert store.finish(run_id, "CANCELLED", "cancelled")
+    assert not store.finish(run_id, "SUCCEEDED", "too late")
+    assert store.interrupt_in_flight("stopped") == []
+    stored = store.get(run_id)
+    assert stored is not None
+    assert (stored.status, stored.reason) == ("CANCELLED", "cancelled")
+
+
+def test_events_are_bounded_in_size(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "db")
+    run_id = _queued(store)
+    store.append_event(run_id, 1, {"event": "tool_call", "reply": "x" * MAX_EVENT_BYTES})
+    store.append_event(run_id, 2, {"event": "model_turn"})
+    events = store.events_after(run_id, 0)
+    assert json.loads(events[0].event_json)["event"] == "event_too_large"
+    assert [event.seq for event in store.events_after(run_id, 1)] == [2]
+
+
+def test_a_closed_store_ignores_late_writes(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "db")
+    run_id = _queued(store)
+    store.close()
+    assert store.finish(run_id, "SUCCEEDED", "late") is False
+    store.append_event(run_id, 1, {"event": "late"})
+    assert store.get(run_id) is None
+    assert RunStore(tmp_path / "db").get(run_id) is not None
+
+
+class StubbornRun(FakeRunFunction):
+    """Ignores cancellation for a while, like a controller stuck in a step."""
+
+    def __call__(self, config: RunConfig, **kwargs: Any) -> RunResult:
+        time.sleep(0.5)
+        kwargs["cancel"] = CancelToken()
+        return super().__call__(config, **kwargs)
+
+
+def test_a_run_that_outlives_the_stop_is_interrupted_and_its_worker_survives(
+    make_settings: Callable[..., ServiceSettings],
+) -> None:
+    settings = make_settings(max_concurrent=1)
+    store = RunStore(settings.db_path)
+    manager = RunManager(store, StubbornRun(), settings)
+    before = set(threading.enumerate())
+    manager.start()
+    run_id = manager.submit(SubmitRequest(fixture="paginator", task="t"), submitted_at=1.0)
+    while store.get(run_id).status != "RUNNING":  # type: ignore[union-attr]
+        time.sleep(0.01)
+    manager.stop(grace_s=0.05)
+    assert store.get(run_id).status == "INTERRUPTED"  # type: ignore[union-attr]
+    store.close()
+    time.sleep(0.8)  # the run ends now, writing to a closed store: no thread exception
+    assert set(threading.enumerate()) - before == set(), "the worker ended cleanly"
+
+
+def test_the_token_bucket_refills_at_its_rate() -> None:
+    limiter = RateLimiter(rate_per_second=2.0, burst=2)
+    assert limiter.acquire("a", now=0.0) == 0.0
+    assert limiter.acquire("a", now=0.0) == 0.0
+    assert limiter.acquire("a", now=0.0) == 0.5
+    assert limiter.acquire("b", now=0.0) == 0.0, "buckets are per client"
+    assert limiter.acquire("a", now=0.5) == 0.0
+    assert retry_after_header(0.2) == "1"
+    assert retry_after_header(2.1) == "3"
