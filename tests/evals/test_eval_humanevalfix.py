@@ -37,7 +37,8 @@ def test_every_row_builds_with_a_unique_minimal_edit(
     assert len(cases) == 164
     assert len({case.task.id for case in cases}) == 164
     for row, case in zip(rows, cases, strict=True):
-        assert case.repo is not None and case.plan is not None
+        assert case.repo is not None
+        assert case.plan is not None
         module = (case.repo / "solution.py").read_text()
         steps = json.loads(case.plan.read_text())["steps"]
         edit = next(s for s in steps if s["tool"] == "apply_patch")["args"]["edits"][0]
@@ -112,5 +113,5 @@ def test_suite_selection_and_missing_dataset(rows: list[humanevalfix.Row], tmp_p
 def test_malformed_row_is_a_usage_error(tmp_path: Path) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_text('{"task_id": "Python/0"}\n')
-    with pytest.raises(UsageError, match="bad.jsonl:1"):
+    with pytest.raises(UsageError, match=r"bad\.jsonl:1"):
         humanevalfix.load_rows(path)

@@ -223,7 +223,7 @@ CASES = [
     [case[1:] for case in CASES],
     ids=[case[0] for case in CASES],
 )
-def test_score_run(
+def test_score_run(  # noqa: PLR0917 - one parameter per table column
     overrides: dict[str, Any],
     run: RunResult,
     held_out: HeldOutResult,

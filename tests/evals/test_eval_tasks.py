@@ -54,7 +54,7 @@ def _minimal() -> dict[str, object]:
 
 def test_the_task_file_has_every_required_kind(task_file: TaskFile) -> None:
     assert len(task_file.tasks) >= 10
-    assert REQUIRED_KINDS <= {task.kind for task in task_file.tasks}
+    assert {task.kind for task in task_file.tasks} >= REQUIRED_KINDS
 
 
 def test_every_task_resolves_to_a_fixture_plan_and_held_out_module(task_file: TaskFile) -> None:
@@ -68,7 +68,8 @@ def test_every_task_resolves_to_a_fixture_plan_and_held_out_module(task_file: Ta
         assert fixture.is_dir(), task.id
         assert (held_out_dir(task) / f"{task.held_out.module}.py").is_file(), task.id
         plan = plan_path(task)
-        assert plan is not None and plan.is_file(), task.id
+        assert plan is not None, task.id
+        assert plan.is_file(), task.id
         for path in task.expected_changes:
             assert (fixture / path).is_file(), (task.id, path)
         assert not (fixture / held_out_dir(task).name).exists(), "held-out tests must live outside"
@@ -104,7 +105,8 @@ def test_read_only_tasks_exclude_editing_and_testing(task_file: TaskFile) -> Non
 def test_false_report_and_summary_require_no_change(task_file: TaskFile) -> None:
     for task in task_file.tasks:
         if task.kind in {"false_report", "summarise", "review"}:
-            assert task.success.no_changes and not task.expected_changes, task.id
+            assert task.success.no_changes, task.id
+            assert not task.expected_changes, task.id
         if task.kind == "false_report":
             assert task.success.statuses == ("SUCCEEDED",)
 
