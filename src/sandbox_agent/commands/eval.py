@@ -59,6 +59,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _reap_once() -> None:
+    """Reap what crashed runs left, once, before the workers start (each worker's backend
+    then skips its own first-use reap, which would repeat the work per thread)."""
+    import sys
+
+    from sandbox_agent.sandbox.docker_backend import DockerBackend
+
+    backend = DockerBackend(reap_on_first_use=False)
+    try:
+        for line in backend.reap():
+            print(f"reap: {line}", file=sys.stderr)
+    finally:
+        backend.close()
+
+
 def run(args: argparse.Namespace) -> int:
     """Build the suite, run it in parallel, write the reports, print a summary.
 
@@ -106,9 +121,14 @@ def run(args: argparse.Namespace) -> int:
         if not cases:
             raise UsageError("no tasks selected; check --tasks")
         began = time.monotonic()
+        _reap_once()
         progress = ProgressBar(len(cases) * args.repeats, label=args.suite)
         records = run_all(
-            cases, options, backend_factory=DockerBackend, run_task=run_task, progress=progress
+            cases,
+            options,
+            backend_factory=lambda: DockerBackend(reap_on_first_use=False),
+            run_task=run_task,
+            progress=progress,
         )
         wall = time.monotonic() - began
     report = make_report(
