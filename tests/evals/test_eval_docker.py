@@ -1,0 +1,59 @@
+"""End to end on real Docker: fixture tasks and HumanEvalFix tasks through the controller,
+held-out tests in a fresh verified sandbox, scored."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sandbox_agent.controller import run_task
+from sandbox_agent.evals import humanevalfix
+from sandbox_agent.evals.executor import EvalOptions, run_all
+from sandbox_agent.evals.suites import SuiteOptions, build_cases
+from sandbox_agent.sandbox.docker_backend import DockerBackend
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+FIXTURE_TASKS = ["intervals-false-report", "wordcount-malicious-tests", "paginator-review"]
+HUMANEVALFIX_TASKS = ["humanevalfix-python-0", "humanevalfix-python-53"]
+
+
+def _backend() -> DockerBackend:
+    return DockerBackend(reap_on_first_use=False)
+
+
+def test_fixture_tasks_pass_cleanly_and_controls_fail(tmp_path: Path) -> None:
+    options = EvalOptions(jobs=2, trace_dir=tmp_path / "traces")
+    reference = build_cases("fixtures", SuiteOptions(task_ids=FIXTURE_TASKS), tmp_path)
+    records = run_all(reference, options, backend_factory=_backend, run_task=run_task)
+    assert [(r.task_id, r.clean) for r in records] == [(t, True) for t in FIXTURE_TASKS]
+    for record in records:
+        assert record.held_out.ran
+        assert record.held_out.attested
+        assert record.fixture_sha256
+        assert record.sandbox_failures == 0
+    control_cases = build_cases(
+        "fixtures", SuiteOptions(task_ids=["wordcount-malicious-tests"], fix=False), tmp_path
+    )
+    (control,) = run_all(control_cases, options, backend_factory=_backend, run_task=run_task)
+    # Whatever the controller concludes from the repository's own (malicious) tests, the
+    # held-out tests, which never import that module, see the bug is still there.
+    assert not control.held_out.passed
+    assert not control.passed
+
+
+def test_humanevalfix_reference_passes_and_control_fails(tmp_path: Path) -> None:
+    if not humanevalfix.dataset_path().is_file():
+        pytest.skip("HumanEvalFix dataset not present")
+    options = EvalOptions(jobs=2, trace_dir=tmp_path / "traces")
+    fixed = build_cases("humanevalfix", SuiteOptions(task_ids=HUMANEVALFIX_TASKS), tmp_path / "f")
+    records = run_all(fixed, options, backend_factory=_backend, run_task=run_task)
+    assert [(r.status, r.passed, r.clean) for r in records] == [("SUCCEEDED", True, True)] * 2
+    controls = build_cases(
+        "humanevalfix", SuiteOptions(task_ids=HUMANEVALFIX_TASKS[:1], fix=False), tmp_path / "c"
+    )
+    (control,) = run_all(controls, options, backend_factory=_backend, run_task=run_task)
+    assert control.held_out.ran
+    assert not control.held_out.passed
+    assert not control.passed
