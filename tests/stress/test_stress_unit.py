@@ -108,3 +108,9 @@ def test_report_is_ok_only_without_unverified_leftovers_or_surprises() -> None:
 def test_out_of_range_flags_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["stress", "--runs", "0"]) == 2
     assert "--runs must be" in capsys.readouterr().err
+
+
+def test_a_kill_that_never_landed_may_end_in_timeout() -> None:
+    timed_out = _result("timeout")
+    assert judge(BY_NAME["kill_container"], timed_out, action_done=False) == (False, None)
+    assert judge(BY_NAME["kill_container"], timed_out, action_done=True)[1] is not None

@@ -28,6 +28,8 @@ class RunOutcome(BaseModel):
     exit_code: int | None
     latency_ms: float
     action_done: bool
+    action_detail: str = ""
+    """Why an outside action missed, when it did."""
     cleanup: str
     unverified: bool
     """Reported ``completed`` without a valid attestation and a matching exit report."""
@@ -68,6 +70,7 @@ class StressReport(BaseModel):
     actions_missed: int
     """Outside actions that found the run already over (not a failure; reported for scale)."""
     problems: list[str] = Field(default_factory=list)
+    missed_actions: list[str] = Field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -143,6 +146,11 @@ def build_report(
         cleanup_failures=sum(o.cleanup.startswith("failed") for o in outcomes),
         actions_missed=sum(not o.action_done for o in outcomes if _has_action(o.scenario)),
         problems=problems[:MAX_PROBLEMS_LISTED],
+        missed_actions=[
+            f"run {o.index} ({o.scenario}): {o.action_detail or 'not seen running'}"
+            for o in outcomes
+            if _has_action(o.scenario) and not o.action_done
+        ][:MAX_PROBLEMS_LISTED],
     )
 
 

@@ -63,8 +63,9 @@ def plan(config: StressConfig) -> list[tuple[int, Scenario, str]]:
     ]
 
 
-def judge(scenario: Scenario, result: Any) -> tuple[bool, str | None]:
+def judge(scenario: Scenario, result: Any, *, action_done: bool = True) -> tuple[bool, str | None]:
     """(unverified completion?, why the outcome is not one the scenario allows or None)."""
+    acceptable = scenario.acceptable | (frozenset() if action_done else scenario.unacted)
     verified = bool(
         result.attested
         and result.exit_report_valid
@@ -74,8 +75,8 @@ def judge(scenario: Scenario, result: Any) -> tuple[bool, str | None]:
     unverified = result.status == "completed" and not verified
     problem: str | None = None
     budget = scenario.limits.output_budget_bytes
-    if result.status not in scenario.acceptable:
-        allowed = ", ".join(sorted(scenario.acceptable))
+    if result.status not in acceptable:
+        allowed = ", ".join(sorted(acceptable))
         problem = f"{result.status} ({result.reason[:160]}); allowed: {allowed}"
     elif result.status == "completed":
         if scenario.expected_exit is not None and result.exit_code != scenario.expected_exit:
@@ -139,7 +140,7 @@ class _Session:
                 except Exception as error:  # reported as an unexpected outcome, never hidden
                     return _crashed(index, scenario, load, began, error)
             latency_ms = (time.monotonic() - began) * 1000
-        unverified, problem = judge(scenario, result)
+        unverified, problem = judge(scenario, result, action_done=action.done)
         return RunOutcome(
             index=index,
             scenario=scenario.name,
@@ -151,6 +152,7 @@ class _Session:
             exit_code=result.exit_code,
             latency_ms=round(latency_ms, 1),
             action_done=action.done,
+            action_detail=action.detail,
             cleanup=result.cleanup,
             unverified=unverified,
             problem=problem,
