@@ -80,7 +80,7 @@ def test_success_claim_with_failing_tests_is_failed(tmp_path: Path) -> None:
 
 
 def test_malformed_outputs_are_counted_then_exhaust_the_budget(tmp_path: Path) -> None:
-    garbage = [{"raw": "not json"}, {"raw": "{\"tool\": 1}"}, {"raw": "[]"}, {"raw": "{"}]
+    garbage = [{"raw": "not json"}, {"raw": '{"tool": 1}'}, {"raw": "[]"}, {"raw": "{"}]
     result = run(tmp_path, garbage, results=[FAILING])
     assert result.status == "BUDGET_EXHAUSTED"
     assert result.budget_used.invalid_outputs == 4

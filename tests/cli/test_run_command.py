@@ -1,0 +1,74 @@
+"""`sandbox-agent run` and `sandbox-agent fixtures`: flags, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sandbox_agent.cli import main
+from sandbox_agent.commands.run import BUDGET_FLAGS
+from sandbox_agent.controller.models import Budgets
+
+TASK = "Fix the pagination bug."
+
+
+def one_line_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err
+    return err
+
+
+def test_budget_flag_help_matches_the_defaults() -> None:
+    defaults = Budgets()
+    for _, dest, _, text in BUDGET_FLAGS:
+        assert f"default {getattr(defaults, dest):g})" in text
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragment"),
+    [
+        (["--fixture", "nope"], "no fixture 'nope'"),
+        (["--fixture", "../paginator"], "no fixture"),
+        (["--repo", "/nonexistent/repo"], "is not a folder"),
+        (["--fixture", "paginator", "--provider", "gpt-9"], "choose one of: scripted"),
+        (["--fixture", "paginator", "--max-iterations", "0"], "max_iterations"),
+    ],
+)
+def test_usage_errors_are_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, extra: list[str], fragment: str
+) -> None:
+    argv = ["run", "--task", TASK, "--trace-dir", str(tmp_path), *extra]
+    assert fragment in one_line_error(capsys, argv)
+
+
+def test_bad_plan_file_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    plan.write_text('{"steps": [{"tool": "finish"}, 3]}')
+    argv = ["run", "--fixture", "paginator", "--task", TASK, "--plan", str(plan)]
+    assert "is not a plan" in one_line_error(capsys, argv)
+
+
+def test_fixture_and_repo_are_exclusive(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["run", "--fixture", "paginator", "--repo", ".", "--task", TASK])
+    assert caught.value.code == 2
+    assert "not allowed with" in capsys.readouterr().err
+
+
+def test_fixtures_listing(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fixtures", "--json"]) == 0
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)["fixtures"]}
+    assert {"paginator", "hostile", "csvtable", "ratelimit"} <= set(rows)
+    for row in rows.values():
+        assert row["runner"] == "unittest"
+        assert row["reference_plan"] is True
+        assert row["files"] >= 4
+        assert row["description"]
+
+
+def test_missing_fixtures_dir(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    argv = ["fixtures", "--fixtures-dir", str(tmp_path / "none")]
+    assert "does not exist" in one_line_error(capsys, argv)
