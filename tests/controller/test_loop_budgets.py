@@ -195,3 +195,25 @@ def test_unknown_fixture_is_a_usage_error(tmp_path: Path) -> None:
 
     with pytest.raises(UsageError, match="sandbox-agent fixtures"):
         run(tmp_path, fixture="no-such-fixture")
+
+
+def test_cancel_mid_run_unwinds_and_removes_the_workspace(tmp_path: Path) -> None:
+    token = CancelToken()
+    roots: list[Path] = []
+
+    def cancel_after_first_call(event: dict[str, Any]) -> None:
+        if event["event"] == "tool_call":
+            token.cancel()
+
+    result = run(
+        tmp_path,
+        on_event=cancel_after_first_call,
+        on_final_workspace=roots.append,
+        cancel=token,
+    )
+    assert result.status == "CANCELLED"
+    assert result.budget_used.tool_calls == 1
+    assert result.final_tests is None
+    assert roots
+    assert not roots[0].exists()
+    assert read_chain(Path(result.trace_path))[-1]["event"] == "run_finished"
