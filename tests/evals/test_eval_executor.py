@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -42,6 +43,10 @@ class FakeBackend(SandboxBackend):
 
     def run(self, request: SandboxRequest, cancel: CancelToken | None = None) -> SandboxResult:
         self.requests.append(request)
+        assert cancel is not None
+        assert not cancel.deadline_passed(), (
+            "the held-out run must not inherit the agent's deadline"
+        )
         fixed = (request.workspace / "fixed.txt").is_file()
         package = request.argv[-1].split(".")[0]
         assert (request.workspace / package / "test_heldout.py").is_file()
@@ -69,6 +74,9 @@ def fake_run_task(
     on_final_workspace: Callable[[Path], None] | None = None,
     sandbox: SandboxBackend | None = None,
 ) -> RunResult:
+    assert cancel is not None
+    assert cancel.deadline is None, "each run gets its own token"
+    cancel.deadline = time.monotonic() - 1  # as run_task tightens it; here already past
     if config.fixture == "crash":
         raise RuntimeError("boom")
     if config.fixture == "unusable":

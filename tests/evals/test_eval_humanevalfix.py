@@ -49,6 +49,14 @@ def test_every_row_builds_with_a_unique_minimal_edit(
         assert case.task.expected_changes == ("solution.py",)
 
 
+def test_every_public_suite_compiles(rows: list[humanevalfix.Row]) -> None:
+    for row in rows:
+        compile(humanevalfix.public_tests(row), row.task_id, "exec")
+        compile(humanevalfix.held_out_tests(row), row.task_id, "exec")
+    broken = next(r for r in rows if r.task_id == "Python/119")
+    assert "assert match_parens(['()(', ')']) == 'Yes'" in humanevalfix.public_tests(broken)
+
+
 def test_control_plan_only_finishes(rows: list[humanevalfix.Row], tmp_path: Path) -> None:
     case = humanevalfix.build_case(rows[0], tmp_path, fix=False)
     assert case.plan is not None

@@ -186,6 +186,10 @@ def run_case(
             return _error_record(case, repeat, config, f"{type(error).__name__}: {error}")
         agent_s = time.monotonic() - started
         if final.is_dir():
+            # A fresh token: run_task tightened the agent's to its own wall-clock deadline.
+            held_out_cancel = CancelToken()
+            if cancel is not None and cancel.cancelled:
+                held_out_cancel.cancel()
             held_out = run_held_out(
                 final,
                 case.held_out_dir,
@@ -193,7 +197,7 @@ def run_case(
                 module=task.held_out.module,
                 runtime=options.runtime,
                 limits=SandboxLimits(timeout_s=task.held_out.timeout_s),
-                cancel=cancel,
+                cancel=held_out_cancel,
             )
         else:
             held_out = not_run("the controller left no final tree")
@@ -255,7 +259,8 @@ def run_all(
     local = threading.local()
     backends: list[SandboxBackend] = []
     backends_lock = threading.Lock()
-    cancel = CancelToken()
+    stopping = threading.Event()
+    in_flight: set[CancelToken] = set()
 
     def backend() -> SandboxBackend:
         if not hasattr(local, "backend"):
@@ -266,7 +271,17 @@ def run_all(
         return made
 
     def one(index: int, repeat: int) -> RunRecord:
-        return run_case(cases[index], repeat, options, backend(), run_task, cancel=cancel)
+        # One token per run: the controller sets the run's own deadline on it.
+        cancel = CancelToken()
+        with backends_lock:
+            if stopping.is_set():
+                cancel.cancel()
+            in_flight.add(cancel)
+        try:
+            return run_case(cases[index], repeat, options, backend(), run_task, cancel=cancel)
+        finally:
+            with backends_lock:
+                in_flight.discard(cancel)
 
     work = [(index, repeat) for index in range(len(cases)) for repeat in range(options.repeats)]
     records: dict[tuple[int, int], RunRecord] = {}
@@ -281,7 +296,10 @@ def run_all(
             if progress is not None:
                 progress.advance(record.passed)
     except BaseException:
-        cancel.cancel()
+        with backends_lock:
+            stopping.set()
+            for token in in_flight:
+                token.cancel()
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     finally:

@@ -135,13 +135,32 @@ def _without_call(check_source: str, entry_point: str) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _example_check(row: Row) -> str | None:
+    """``example_test`` without its final call, or None when the row has no usable one.
+
+    One row (Python/119) carries solution code before its ``def check``: keep the last
+    ``def check`` onwards when the whole does not compile.
+    """
+    source = row.example_test
+    for candidate in (source, source[source.rfind("\ndef check(") + 1 :]):
+        if "def check(" not in candidate:
+            continue
+        try:
+            compile(candidate, "example_test", "exec")
+        except SyntaxError:
+            continue
+        return _without_call(candidate, row.entry_point)
+    return None
+
+
 def public_tests(row: Row) -> str:
     """The public unittest module from the docstring examples (``example_test``)."""
     header = (
         f'"""Examples from the docstring of {row.entry_point}."""\n\n'
         f"import unittest\n\nfrom {MODULE} import {row.entry_point}\n\n"
     )
-    if not row.example_test.strip():
+    example = _example_check(row)
+    if example is None:
         return header + (
             "\nclass ExampleTests(unittest.TestCase):\n"
             "    def test_entry_point_is_callable(self) -> None:\n"
@@ -149,7 +168,7 @@ def public_tests(row: Row) -> str:
         )
     return (
         header
-        + _without_call(row.example_test, row.entry_point)
+        + example
         + "\n\nclass ExampleTests(unittest.TestCase):\n"
         + "    def test_examples(self) -> None:\n"
         + f"        check({row.entry_point})\n"
