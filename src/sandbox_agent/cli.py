@@ -45,23 +45,30 @@ def _load(name: str) -> ModuleType:
     return importlib.import_module(COMMANDS[name])
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full parser, with every subcommand of the table."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser, with every subcommand of the table.
+
+    Args:
+        only: add the arguments of this subcommand alone (the others keep their help
+            line), so one command's start-up does not pay for another's imports.
+    """
     parser = _Parser(prog="sandbox-agent", description=__doc__.splitlines()[0] if __doc__ else "")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name in COMMANDS:
         module = _load(name)
         command = sub.add_parser(name, help=module.HELP, description=module.HELP)
-        module.add_arguments(command)
+        if only is None or name == only:
+            module.add_arguments(command)
         command.set_defaults(_run=module.run)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(words[0] if words and words[0] in COMMANDS else None)
+    args = parser.parse_args(words)
     try:
         code: int = args._run(args)
     except (UsageError, SetupError) as error:
