@@ -13,7 +13,7 @@ import signal
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from sandbox_agent.controller.models import RunConfig
@@ -52,7 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     budgets = parser.add_argument_group("budgets")
     for flag, dest, kind, text in BUDGET_FLAGS:
         budgets.add_argument(flag, dest=dest, type=kind, metavar="N", help=text)
-    _add_limit_flags(budgets)
+    from sandbox_agent.sandbox.limits_cli import add_limit_arguments
+
+    add_limit_arguments(parser)  # --test-timeout, --output-budget and the other limits
     real = parser.add_argument_group("real models")
     real.add_argument("--model", help="the model name")
     real.add_argument("--base-url", help="openai: an OpenAI-compatible endpoint")
@@ -63,26 +65,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     real.add_argument("--price-per-mtok-in", type=float, metavar="X", help="USD per 1M tokens in")
     real.add_argument("--price-per-mtok-out", type=float, metavar="X", help="USD per 1M out")
     real.add_argument("--ledger", metavar="PATH", help="the spend ledger (SQLite)")
-
-
-def _add_limit_flags(group: argparse._ArgumentGroup) -> None:
-    """``--test-timeout`` and ``--output-budget`` (and more) from the sandbox's own helper."""
-    limits = _limits_module()
-    if limits is None:
-        group.add_argument("--test-timeout", type=float, metavar="S", help="per test run (30)")
-        group.add_argument("--output-budget", type=int, metavar="BYTES", help="output bytes")
-        return
-    limits.add_limit_arguments(group)
-
-
-def _limits_module() -> Any:
-    """The sandbox's limit-flag helpers, when that module is installed."""
-    import importlib
-
-    try:
-        return importlib.import_module("sandbox_agent.sandbox.limits")
-    except ModuleNotFoundError:
-        return None
 
 
 def build_config(args: argparse.Namespace) -> RunConfig:
@@ -96,6 +78,7 @@ def build_config(args: argparse.Namespace) -> RunConfig:
     from sandbox_agent.controller.models import Budgets, RunConfig
     from sandbox_agent.errors import UsageError
     from sandbox_agent.providers.base import ProviderOptions
+    from sandbox_agent.sandbox.limits_cli import limits_from_args
 
     given = {dest: getattr(args, dest) for _, dest, _, _ in BUDGET_FLAGS}
     try:
@@ -118,7 +101,7 @@ def build_config(args: argparse.Namespace) -> RunConfig:
             runtime=args.runtime,
             runner=args.runner,
             budgets=Budgets(**{k: v for k, v in given.items() if v is not None}),
-            limits=_limits(args),
+            limits=limits_from_args(args),
             trace_dir=args.trace_dir,
             run_id=args.run_id,
         )
@@ -126,16 +109,6 @@ def build_config(args: argparse.Namespace) -> RunConfig:
         first = error.errors(include_url=False)[0]
         where = ".".join(str(part) for part in first["loc"])
         raise UsageError(f"bad value for {where}: {first['msg']}") from None
-
-
-def _limits(args: argparse.Namespace) -> Any:
-    limits = _limits_module()
-    if limits is not None:
-        return limits.limits_from_args(args)
-    from sandbox_agent.sandbox.base import SandboxLimits
-
-    values = {"timeout_s": args.test_timeout, "output_budget_bytes": args.output_budget}
-    return SandboxLimits(**{k: v for k, v in values.items() if v is not None})
 
 
 def run(args: argparse.Namespace) -> int:
