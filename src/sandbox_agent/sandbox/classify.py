@@ -83,6 +83,7 @@ def classify(facts: RunFacts) -> Verdict:
 
 DockerFailure = Literal[
     "daemon_unavailable",
+    "docker_timeout",
     "image_missing",
     "runtime_unknown",
     "container_missing",
@@ -98,7 +99,7 @@ DockerFailure = Literal[
 _DOCKER_PATTERNS: tuple[tuple[str, DockerFailure], ...] = (
     ("Connection aborted", "daemon_unavailable"),
     ("Connection refused", "daemon_unavailable"),
-    ("Read timed out", "daemon_unavailable"),
+    ("Read timed out", "docker_timeout"),
     ("No such image", "image_missing"),
     ("Unknown runtime specified", "runtime_unknown"),
     ("No such container", "container_missing"),

@@ -33,7 +33,9 @@ from sandbox_agent.sandbox.spec import build_spec, verify
 from sandbox_agent.sandbox.waiting import StartedSandbox, wait_for_exit
 
 DOCKER_API_VERSION = "1.41"
-DOCKER_TIMEOUT_S = 60.0
+DOCKER_TIMEOUT_S = 30.0
+RUNSC_MIN_PIDS = 64
+"""gVisor's own threads count against the pids limit: below this, start hangs for good."""
 """Per-request timeout of the Docker client (create, start, inspect, remove)."""
 
 
@@ -126,6 +128,11 @@ class DockerBackend(SandboxBackend):
         due = _due(cancel)
         if due is not None:
             return _not_started(request, due, "before create; nothing was created")
+        if request.runtime == "runsc" and request.limits.pids < RUNSC_MIN_PIDS:
+            why = (
+                f"runsc needs a pids limit of at least {RUNSC_MIN_PIDS} (got {request.limits.pids})"
+            )
+            return _refused(request, "create", why, {})
         self._reap_once()
         nonce = secrets.token_hex(16)
         spec = build_spec(request, self.image_id, nonce, self.owner)
@@ -235,7 +242,11 @@ class DockerBackend(SandboxBackend):
         prepared = self.prepare(request, cancel)
         if isinstance(prepared, SandboxResult):
             return prepared
-        started = self.start(prepared, cancel)
+        try:
+            started = self.start(prepared, cancel)
+        except BaseException:
+            self.remove(prepared.container_id)
+            raise
         if isinstance(started, SandboxResult):
             return started
         try:

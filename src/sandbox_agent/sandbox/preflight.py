@@ -120,6 +120,7 @@ def _probe(runtime: Runtime, image_id: str, client: Any, check: Any) -> None:
 
     backend = DockerBackend(image_id=image_id, client=client, reap_on_first_use=False)
     with tempfile.TemporaryDirectory(prefix="sandbox-agent-preflight-") as folder:
+        Path(folder).chmod(0o755)  # uid 10001 must be able to enter /workspace
         request = SandboxRequest(
             argv=PROBE_ARGV, workspace=Path(folder), runtime=runtime, limits=PROBE_LIMITS
         )
