@@ -1,0 +1,1 @@
+"""Benchmarks, run by ``make bench`` and never by the tests."""
