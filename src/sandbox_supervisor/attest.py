@@ -63,8 +63,8 @@ def no_new_privs() -> int:
 def seccomp_canary(syscall_nr: int) -> tuple[int, int]:
     """Call the canary syscall with valid arguments: ``(return value, errno)``.
 
-    With a writable 16-byte buffer (``sched_rr_get_interval(0, &ts)`` for 148 on
-    x86_64) the call succeeds unless a seccomp rule makes it fail.
+    ``sched_get_priority_max(0)`` (146 on x86_64) succeeds unless a seccomp rule makes
+    it fail; the writable buffer keeps a pointer-taking canary valid too.
     """
     buffer = ctypes.create_string_buffer(64)
     libc = ctypes.CDLL(None, use_errno=True)

@@ -62,8 +62,8 @@ def test_the_canary_differs_by_runtime(tmp_path: Path) -> None:
     runsc = supervisor_config(
         SandboxRequest(argv=("x",), workspace=tmp_path, runtime="runsc"), "b" * 32
     )
-    assert runc["expect"]["canary"] == {"syscall": 148, "errno": 131}
-    assert runsc["expect"]["canary"] == {"syscall": 148, "errno": 1}
+    assert runc["expect"]["canary"] == {"syscall": 146, "errno": 131}
+    assert runsc["expect"]["canary"] == {"syscall": 146, "errno": 1}
     assert runc["expect"]["env"]["HOSTNAME"] == "sandbox"
 
 

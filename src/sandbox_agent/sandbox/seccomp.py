@@ -17,11 +17,14 @@ from sandbox_agent.errors import SetupError
 from sandbox_agent.sandbox.base import Runtime
 
 PROFILE_FILE = "seccomp_profile.json"
-PROFILE_SHA256 = "62de81c89d964538ff32c022aadbb9934a7e29ed61457ddf17d7981a54395cc0"
+PROFILE_SHA256 = "22d7c51ae1fc172b25078a4ac34c4eaaee9f083523cabf873e48aaf9af67e5a0"
 """sha256 of the shipped file, bytes as stored."""
 
-CANARY_SYSCALL = 148
-"""``sched_rr_get_interval`` on x86_64: harmless, allowed by Docker's default profile."""
+CANARY_SYSCALL = 146
+"""``sched_get_priority_max`` on x86_64: harmless, and it *succeeds* under Docker's default
+profile on both runtimes, so a failure proves our profile is in force. (Not 148,
+``sched_rr_get_interval``: gVisor already refuses it with EPERM without any rule, which
+made the runsc canary prove nothing.)"""
 CANARY_ERRNO = 131
 """ENOTRECOVERABLE: what the canary rule answers under runc."""
 GVISOR_CANARY_ERRNO = 1

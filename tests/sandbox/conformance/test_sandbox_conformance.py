@@ -17,8 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import docker
 import pytest
 
+from sandbox_agent.sandbox import seccomp
 from sandbox_agent.sandbox.base import (
     CancelToken,
     PreparedSandbox,
@@ -172,14 +174,42 @@ def test_isolation_seen_from_inside(backend: DockerBackend, workspace: Path, run
         assert any(line.startswith(f"{name} denied") for line in lines), name
 
 
+CANARY_PROBE = f"""
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+ts = (ctypes.c_long * 2)()
+print(libc.syscall({seccomp.CANARY_SYSCALL}, 0, ts), ctypes.get_errno())
+"""
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_the_canary_syscall_succeeds_without_our_profile(
+    backend: DockerBackend, runtime: str
+) -> None:
+    """The canary proves our profile only if the syscall succeeds without it.
+
+    Regression: syscall 148 already fails with EPERM under gVisor's default profile, so
+    a canary on it attested nothing under runsc.
+    """
+    client = docker.from_env(version="1.41")
+    try:
+        printed = client.containers.run(
+            backend.image_id,
+            ["/usr/bin/python3", "-I", "-c", CANARY_PROBE],
+            runtime=runtime,
+            network_mode="none",
+            user="10001:10001",
+            remove=True,
+        )
+    finally:
+        client.close()
+    result, errno_seen = (int(word) for word in printed.split())
+    assert (result, errno_seen) == (0, 0), f"syscall {seccomp.CANARY_SYSCALL} is not a canary"
+
+
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_seccomp_canary(backend: DockerBackend, workspace: Path, runtime: str) -> None:
-    code = """
-        import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        ts = (ctypes.c_long * 2)()
-        print(libc.syscall(148, 0, ts), ctypes.get_errno())
-    """
+    code = CANARY_PROBE
     result = python(backend, workspace, runtime, code)
     assert result.status == "completed"
     errno_seen = int(result.output.split()[1])
