@@ -101,9 +101,12 @@ class DockerBackend(SandboxBackend):
         return removed + [f"not removed: {line}" for line in failures]
 
     def _reap_once(self) -> None:
+        # In the background, with its own client: a container Docker cannot remove
+        # (see ``stuck``) can take a request time-out or two, and a run must not wait
+        # for what a dead controller left.
         if self._reap_pending:
             self._reap_pending = False
-            self.reap()
+            threading.Thread(target=_reap_in_background, name="sandbox-reaper", daemon=True).start()
 
     def _docker_failed(self, error: Exception, phase: str) -> None:
         """Raise DockerUnavailable when the daemon is gone; otherwise return to refuse."""
@@ -303,3 +306,19 @@ def _with_prepared(result: SandboxResult, prepared: PreparedSandbox) -> SandboxR
     if result.diagnostics.verification == "not run":
         result.diagnostics.verification = "ok"
     return result
+
+
+def _reap_in_background() -> None:
+    """Reap dead controllers' containers; failures stay for ``sandbox-agent reap`` to report."""
+    import docker
+
+    try:
+        client = docker.from_env(version=DOCKER_API_VERSION, timeout=int(DOCKER_TIMEOUT_S))
+    except Exception:  # no daemon: the run itself will say so
+        return
+    try:
+        reaper.reap_containers(client.api)
+    except Exception:  # never let housekeeping break a run; 'reap' reports failures
+        return
+    finally:
+        client.close()

@@ -428,6 +428,10 @@ def test_a_crashed_controllers_container_is_reaped(workspace: Path) -> None:
     try:
         assert [c["Id"] for c in list_sandboxes(fresh.api, owner=owner)] == [container_id]
         fresh.run(SandboxRequest(argv=("python3", "-c", "pass"), workspace=workspace))
+        # The first run starts the reaper in the background; it must finish soon after.
+        deadline = time.monotonic() + 20
+        while list_sandboxes(fresh.api, owner=owner) and time.monotonic() < deadline:
+            time.sleep(0.2)
         assert list_sandboxes(fresh.api, owner=owner) == []
     finally:
         fresh.close()
