@@ -27,16 +27,10 @@ trap 'rm -rf "$work"' EXIT
 args=(run --fixture paginator --task "$TASK" --provider "$PROVIDER" --model "$MODEL"
       --max-iterations "$MAX_REQUESTS" --max-cost-usd "$MAX_COST_USD"
       --experiment-budget-usd "$MAX_COST_USD" --ledger "$work/ledger.sqlite3"
-      --trace-dir "$work/runs" --json)
+      --max-calls "$MAX_REQUESTS" --trace-dir "$work/runs" --json)
 [ -z "${BASE_URL:-}" ] || args+=(--base-url "$BASE_URL")
 [ -z "${PRICE_IN:-}" ] || args+=(--price-per-mtok-in "$PRICE_IN")
 [ -z "${PRICE_OUT:-}" ] || args+=(--price-per-mtok-out "$PRICE_OUT")
-# Retries are requests too: cap them with the call budget where the CLI offers it.
-if .venv/bin/sandbox-agent run --help | grep -q -- '--max-calls'; then
-  args+=(--max-calls "$MAX_REQUESTS")
-else
-  echo "live-smoke: this CLI has no --max-calls; retries could add requests past $MAX_REQUESTS" >&2
-fi
 
 set +e
 .venv/bin/sandbox-agent "${args[@]}" >"$work/result.json" 2>"$work/stderr.txt"

@@ -72,3 +72,14 @@ def test_fixtures_listing(capsys: pytest.CaptureFixture[str]) -> None:
 def test_missing_fixtures_dir(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     argv = ["fixtures", "--fixtures-dir", str(tmp_path / "none")]
     assert "does not exist" in one_line_error(capsys, argv)
+
+
+def test_real_model_budget_flags_reach_the_provider_options() -> None:
+    from sandbox_agent.cli import build_parser
+    from sandbox_agent.commands.run import build_config
+
+    argv = ["run", "--fixture", "paginator", "--task", TASK, "--max-calls", "12"]
+    argv += ["--max-tokens", "50000", "--experiment", "smoke", "--max-cost-usd", "0.5"]
+    options = build_config(build_parser().parse_args(argv)).provider_options
+    assert (options.max_calls, options.max_tokens, options.experiment) == (12, 50000, "smoke")
+    assert options.max_cost_usd == 0.5

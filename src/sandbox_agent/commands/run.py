@@ -65,6 +65,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     real.add_argument("--price-per-mtok-in", type=float, metavar="X", help="USD per 1M tokens in")
     real.add_argument("--price-per-mtok-out", type=float, metavar="X", help="USD per 1M out")
     real.add_argument("--ledger", metavar="PATH", help="the spend ledger (SQLite)")
+    real.add_argument(
+        "--max-calls", type=int, metavar="N", help="model requests of this run, retries included"
+    )
+    real.add_argument("--max-tokens", type=int, metavar="N", help="tokens of this run (in + out)")
+    real.add_argument(
+        "--experiment", default="default", metavar="NAME", help="ledger experiment to charge"
+    )
 
 
 def build_config(args: argparse.Namespace) -> RunConfig:
@@ -97,6 +104,9 @@ def build_config(args: argparse.Namespace) -> RunConfig:
                 price_per_mtok_in=args.price_per_mtok_in,
                 price_per_mtok_out=args.price_per_mtok_out,
                 ledger_path=args.ledger,
+                max_calls=args.max_calls,
+                max_tokens=args.max_tokens,
+                experiment=args.experiment,
             ),
             runtime=args.runtime,
             runner=args.runner,
