@@ -146,6 +146,7 @@ def agent_loop(
             reply_chars=len(reply.text),
             duration_ms=round((time.monotonic() - began) * 1000, 3),
             usage=reply.usage.model_dump(),
+            notes=list(reply.notes),
             budgets=used.model_dump(),
         )
         try:
