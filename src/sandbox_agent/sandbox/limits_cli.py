@@ -36,6 +36,13 @@ _FLAGS: tuple[tuple[str, str, type, float | int, str], ...] = (
 _DEST_PREFIX = "sandbox_limit_"
 
 
+def _shown(default: float) -> str:
+    """``536870912`` as ``536870912 = 512 MiB``; other numbers as they are."""
+    if isinstance(default, int) and default >= 1024 * 1024 and default % (1024 * 1024) == 0:
+        return f"{default} = {default // (1024 * 1024)} MiB"
+    return f"{default:g}"
+
+
 def add_limit_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the sandbox limit flags, each defaulting to ``SandboxLimits``'s default."""
     group = parser.add_argument_group("sandbox limits")
@@ -46,7 +53,7 @@ def add_limit_arguments(parser: argparse.ArgumentParser) -> None:
             type=kind,
             default=default,
             metavar="N",
-            help=f"{text} (default {default:g})",
+            help=f"{text} (default {_shown(default)})",
         )
 
 
