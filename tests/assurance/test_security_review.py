@@ -17,11 +17,7 @@ UNITTEST_DISCOVERY_PATTERN = "test*.py"
 """What the trusted runner wrapper discovers (sandbox_supervisor.run_tests.run_unittest)."""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SR-1: unittest discovery loads test*.py, the policy protects only test_*.py, "
-    "*_test.py and tests.py",
-)
+# SR-1 (fixed in f238b08): the policy protected only test_*.py, *_test.py and tests.py.
 @pytest.mark.parametrize("path", ["test.py", "testhelpers.py", "pkg/testutil.py"])
 def test_every_module_the_runner_loads_as_a_test_is_protected(path: str) -> None:
     assert fnmatch.fnmatchcase(path.rsplit("/", 1)[-1], UNITTEST_DISCOVERY_PATTERN)
