@@ -20,6 +20,7 @@ import unittest
 from typing import Any
 
 from sandbox_supervisor import protocol
+from sandbox_supervisor.tripwire import Snapshot
 
 EXIT_PASSED = 0
 EXIT_FAILED = 1
@@ -132,8 +133,17 @@ def main(argv: list[str] | None = None) -> int:
     root = os.getcwd()
     if runner == "pytest":
         import pytest  # noqa: F401  # imported before the repository is on sys.path
+    snapshot = Snapshot.take(runner)  # before any repository code is imported
     sys.path.insert(0, root)
     counts, passed = run_pytest(selector) if runner == "pytest" else run_unittest(root, selector)
+    tampered = snapshot.changed()
+    if tampered:
+        print(
+            f"run_tests: code under test replaced the runner: {', '.join(tampered)}",
+            file=sys.stderr,
+        )
+        counts["errors"] += 1
+        passed = False
     write_report(report_fd, counts)
     ok = passed and counts["tests_run"] >= 1 and counts["failures"] == counts["errors"] == 0
     return EXIT_PASSED if ok else EXIT_FAILED

@@ -24,6 +24,8 @@ def test_every_module_the_runner_loads_as_a_test_is_protected(path: str) -> None
     assert protected_reason(path) is not None
 
 
+# SR-2 (tripwire in sandbox_supervisor/tripwire.py): source code imported by the tests
+# replaced unittest.TestCase.run with one that always reports success.
 FAKE_PASS = (
     "\n\nimport unittest as _unittest\n\n\n"
     "def _always_passes(self, result=None):\n"
@@ -36,11 +38,6 @@ FAKE_PASS = (
 
 @pytest.mark.docker
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="SR-2: code under test runs in the runner's interpreter and can patch unittest "
-    "so that every test reports success; the bug stays, the run SUCCEEDS",
-)
 def test_code_under_test_cannot_fake_a_passing_suite(tmp_path: Path) -> None:
     from sandbox_agent.controller.loop import run_task
     from sandbox_agent.controller.models import RunConfig

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from supervisor_helpers import Supervised, run_supervised
 
+from sandbox_supervisor import protocol
+
 PASSING = "import unittest\nclass T(unittest.TestCase):\n    def test_ok(self): pass\n"
 FAILING = (
     "import unittest\nclass T(unittest.TestCase):\n"
@@ -133,3 +135,50 @@ def test_usage_errors(tmp_path: Path, args: tuple[str, ...]) -> None:
     run = _run(tmp_path, *args)
     assert run.exit_code == 2
     assert run.exit_report["runner_report"] is None
+
+
+# SR-2 (docs/SECURITY_REVIEW.md): source code imported by the tests replaces the runner.
+FAKE_PASS_SOURCE = (
+    "import unittest\n\n"
+    "def _always_passes(self, result=None):\n"
+    "    result.startTest(self)\n"
+    "    result.addSuccess(self)\n"
+    "    result.stopTest(self)\n\n"
+    "unittest.TestCase.run = _always_passes\n"
+    "def answer():\n    return 41\n"
+)
+TEST_OF_SOURCE = (
+    "import unittest\nimport lib\n"
+    "class T(unittest.TestCase):\n"
+    "    def test_answer(self): self.assertEqual(lib.answer(), 42)\n"
+)
+
+
+def test_source_that_replaces_the_unittest_runner_fails_the_run(tmp_path: Path) -> None:
+    repo = _repo(tmp_path, {"lib.py": FAKE_PASS_SOURCE, "test_lib.py": TEST_OF_SOURCE})
+    run = _run(repo, "unittest")
+    assert run.exit_code == 1
+    assert _counts(run) == {"tests_run": 1, "failures": 0, "errors": 1, "skipped": 0}
+    assert b"replaced the runner: unittest.TestCase.run" in run.data(protocol.KIND_STDERR)
+
+
+def test_source_that_replaces_the_runner_under_pytest_fails_the_run(tmp_path: Path) -> None:
+    pytest_test = "import lib\ndef test_answer():\n    assert lib.answer() == 42\n"
+    patch_pytest = (
+        "import _pytest.runner\n"
+        "_pytest.runner.call_and_report = lambda *a, **k: None\n"
+        "def answer():\n    return 41\n"
+    )
+    repo = _repo(tmp_path, {"lib.py": patch_pytest, "test_lib.py": pytest_test})
+    run = _run(repo, "pytest")
+    assert run.exit_code == 1
+    assert b"replaced the runner: _pytest.runner.call_and_report" in run.data(protocol.KIND_STDERR)
+
+
+def test_an_honest_suite_trips_nothing(tmp_path: Path) -> None:
+    honest = "def answer():\n    return 42\n"
+    repo = _repo(tmp_path, {"lib.py": honest, "test_lib.py": TEST_OF_SOURCE})
+    for runner in ("unittest", "pytest"):
+        run = _run(repo, runner)
+        assert run.exit_code == 0, run.data(protocol.KIND_STDERR)
+        assert b"replaced the runner" not in run.data(protocol.KIND_STDERR)
