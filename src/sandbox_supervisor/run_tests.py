@@ -26,6 +26,8 @@ EXIT_PASSED = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 RUNNERS = ("unittest", "pytest")
+UNITTEST_PATTERN = "test*.py"
+"""What unittest discovery loads as test modules; the host's policy protects the same."""
 
 
 def _counts(
@@ -45,7 +47,7 @@ def run_unittest(root: str, selector: str | None) -> tuple[dict[str, Any], bool]
     loader = unittest.TestLoader()
     try:
         if selector is None:
-            suite = loader.discover(start_dir=root, pattern="test*.py", top_level_dir=root)
+            suite = loader.discover(start_dir=root, pattern=UNITTEST_PATTERN, top_level_dir=root)
         else:
             suite = loader.loadTestsFromName(selector)
     except Exception as error:  # a bad selector or an import error while loading

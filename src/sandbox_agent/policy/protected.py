@@ -9,9 +9,11 @@ from __future__ import annotations
 import fnmatch
 import unicodedata
 
+from sandbox_supervisor.run_tests import UNITTEST_PATTERN
+
 TEST_DIR_NAMES = frozenset({"test", "tests", "testing", "testdata", "test_data", "fixtures"})
 """Tests and test data, at any depth."""
-TEST_FILE_GLOBS = ("test*.py", "*_test.py")
+TEST_FILE_GLOBS = (UNITTEST_PATTERN, "*_test.py")
 """Test modules, at any depth: unittest discovery loads ``test*.py``, pytest also ``*_test.py``."""
 TEST_CONFIG_NAMES = frozenset(
     {
