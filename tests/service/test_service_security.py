@@ -154,3 +154,19 @@ def test_serve_refuses_a_public_address_without_a_token_file(
     assert main(["serve", "--port", "0"]) == 2
     assert "--port" in capsys.readouterr().err
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("body", [b"\x80", b"{", b'{"fixture": 1}'])
+@pytest.mark.parametrize("authorization", [None, "Bearer ", "Bearer wrong-token-value"])
+def test_an_unauthenticated_body_is_refused_before_it_is_parsed(
+    server: LiveServer, body: bytes, authorization: str | None
+) -> None:
+    # Regression (schemathesis found it): the route's token dependency ran after FastAPI
+    # parsed the body, so a malformed body without a token got a 400 describing it.
+    headers = {"content-type": "application/json"}
+    if authorization is not None:
+        headers["authorization"] = authorization
+    answer = httpx.post(f"{server.url}/runs", content=body, headers=headers)
+    assert answer.status_code == 401
+    assert answer.headers["www-authenticate"] == "Bearer"
+    assert answer.headers["x-content-type-options"] == "nosniff"

@@ -26,7 +26,7 @@ from sandbox_agent.service.hooks import (
     default_preflight,
     default_reap,
 )
-from sandbox_agent.service.middleware import LimitsMiddleware
+from sandbox_agent.service.middleware import LimitsMiddleware, TokenGate
 from sandbox_agent.service.models import Health
 from sandbox_agent.service.ratelimit import RateLimiter
 from sandbox_agent.service.routes import ServiceState, router
@@ -87,6 +87,9 @@ def create_app(
         version="1",
         lifespan=lifespan,
     )
+    # Added last runs first: the size limit (which also adds the security headers),
+    # then the token gate, then FastAPI's routing and body parsing.
+    app.add_middleware(TokenGate, token=settings.token)
     app.add_middleware(LimitsMiddleware, max_body_bytes=settings.max_body_bytes)
 
     @app.get("/health", response_model=Health, tags=["service"])

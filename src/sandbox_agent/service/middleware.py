@@ -1,10 +1,17 @@
-"""Pure ASGI middleware: a request body size limit (413) and security headers on every answer."""
+"""Pure ASGI middleware: the bearer-token gate (401), a request body size limit (413), and
+security headers on every answer."""
 
 from __future__ import annotations
 
 import json
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from sandbox_agent.service.auth import token_matches
+
+PUBLIC_PATHS = frozenset({"/health", "/", "/openapi.json", "/docs", "/docs/oauth2-redirect"})
+"""Paths that need no token: liveness, the page shell, its static files, the schema."""
+PUBLIC_PREFIXES = ("/static/",)
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
@@ -71,17 +78,51 @@ class LimitsMiddleware:
         await self._app(scope, replay_receive, secure_send)
 
 
+class TokenGate:
+    """Refuse every non-public request without the bearer token, before anything reads it.
+
+    The route dependencies check the token too, but only after FastAPI has parsed the
+    body: without this gate a malformed body from an unauthenticated client would get
+    a 400 that describes it instead of a 401.
+    """
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self._app = app
+        self._token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        public = path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES)
+        if scope["type"] != "http" or public:
+            await self._app(scope, receive, send)
+            return
+        given = dict(scope.get("headers") or []).get(b"authorization")
+        if token_matches(self._token, given.decode("latin-1") if given is not None else None):
+            await self._app(scope, receive, send)
+            return
+        detail = (
+            "missing or wrong bearer token: send 'Authorization: Bearer TOKEN' "
+            "with the token from the server's token file"
+        )
+        # The security headers come from LimitsMiddleware, which wraps this gate.
+        await _answer(send, 401, detail, [(b"www-authenticate", b"Bearer")])
+
+
 async def _too_large(send: Send, limit: int) -> None:
-    body = json.dumps({"detail": f"request body too large: at most {limit} bytes"}).encode()
+    detail = f"request body too large: at most {limit} bytes"
+    await _answer(send, 413, detail, [(b"connection", b"close"), *_SECURITY_HEADERS])
+
+
+async def _answer(send: Send, status: int, detail: str, extra: list[tuple[bytes, bytes]]) -> None:
+    body = json.dumps({"detail": detail}).encode()
     await send(
         {
             "type": "http.response.start",
-            "status": 413,
+            "status": status,
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
-                (b"connection", b"close"),
-                *_SECURITY_HEADERS,
+                *extra,
             ],
         }
     )
