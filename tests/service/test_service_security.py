@@ -157,7 +157,9 @@ def test_serve_refuses_a_public_address_without_a_token_file(
 
 
 @pytest.mark.parametrize("body", [b"\x80", b"{", b'{"fixture": 1}'])
-@pytest.mark.parametrize("authorization", [None, "Bearer ", "Bearer wrong-token-value"])
+@pytest.mark.parametrize(
+    "authorization", [None, "Bearer", "Basic YWxhZGRpbg==", "Bearer wrong-token-value"]
+)
 def test_an_unauthenticated_body_is_refused_before_it_is_parsed(
     server: LiveServer, body: bytes, authorization: str | None
 ) -> None:
