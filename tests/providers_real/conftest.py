@@ -7,10 +7,7 @@ from pathlib import Path
 
 import pytest
 from fake_model_servers import FakeModelServer
-
-# Key-shaped, so that a leak would look like the real thing in any text it reached.
-FAKE_ANTHROPIC_KEY = "sk-ant-api03-" + "Zq7" * 14 + "-AAAA"
-FAKE_OPENAI_KEY = "sk-proj-" + "Xv9" * 16
+from real_provider_support import FAKE_ANTHROPIC_KEY, FAKE_OPENAI_KEY, OPENED
 
 
 @pytest.fixture
@@ -29,3 +26,10 @@ def online(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
         monkeypatch.delenv(name, raising=False)
         monkeypatch.delenv(name.lower(), raising=False)
     return tmp_path / "ledger.sqlite3"
+
+
+@pytest.fixture(autouse=True)
+def _close_opened_providers() -> Iterator[None]:
+    yield
+    while OPENED:
+        OPENED.pop().close()

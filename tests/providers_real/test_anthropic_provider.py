@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from fake_model_servers import Answer, FakeModelServer, anthropic_message, anthropic_tool_use
+from real_provider_support import FAKE_ANTHROPIC_KEY, opened
 
-from conftest import FAKE_ANTHROPIC_KEY
 from sandbox_agent.errors import BudgetExhausted, InfrastructureError
 from sandbox_agent.ledger import Ledger
 from sandbox_agent.providers.anthropic import create
@@ -29,7 +29,7 @@ def provider(server: FakeModelServer, ledger: Path, **options: object) -> Provid
         "max_output_tokens": 1000,
         **options,
     }
-    return create(ProviderOptions.model_validate(settings))
+    return opened(create(ProviderOptions.model_validate(settings)))
 
 
 def request(*history: Exchange) -> ModelRequest:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from fake_model_servers import Answer, FakeModelServer, openai_completion, openai_tool_call
+from real_provider_support import FAKE_OPENAI_KEY
 
-from conftest import FAKE_OPENAI_KEY
 from sandbox_agent.controller import RunConfig, run_task
 from sandbox_agent.ledger import Ledger
 from sandbox_agent.providers.base import ProviderOptions

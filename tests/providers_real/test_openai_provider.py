@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from fake_model_servers import Answer, FakeModelServer, openai_completion, openai_tool_call
+from real_provider_support import FAKE_OPENAI_KEY, opened
 
-from conftest import FAKE_OPENAI_KEY
 from sandbox_agent.errors import BudgetExhausted, InfrastructureError
 from sandbox_agent.ledger import Ledger
 from sandbox_agent.providers.base import Exchange, ModelRequest, Provider, ProviderOptions
@@ -29,7 +29,7 @@ def provider(server: FakeModelServer, ledger: Path, **options: object) -> Provid
         "max_output_tokens": 1000,
         **options,
     }
-    return create(ProviderOptions.model_validate(settings))
+    return opened(create(ProviderOptions.model_validate(settings)))
 
 
 def request(*history: Exchange) -> ModelRequest:

@@ -78,17 +78,20 @@ class RunSession:
                 or (str(source.reference_plan) if source.reference_plan else None),
             }
         )
-        provider = create_provider(config.provider, options)
         run_dir = (config.trace_dir or default_trace_dir()) / run_id
         if run_dir.exists():
             raise UsageError(f"run folder {run_dir} already exists; choose another run id")
+        provider = create_provider(config.provider, options)
         owned = sandbox is None
-        backend = RecordingBackend(sandbox if sandbox is not None else _docker_backend())
         try:
-            yield cls(config, run_id, source, provider, backend)
+            backend = RecordingBackend(sandbox if sandbox is not None else _docker_backend())
+            try:
+                yield cls(config, run_id, source, provider, backend)
+            finally:
+                if owned:
+                    backend.close()
         finally:
-            if owned:
-                backend.close()
+            provider.close()
 
     def run(
         self,

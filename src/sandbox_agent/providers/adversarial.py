@@ -26,6 +26,9 @@ class AdversarialProvider:
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
 
+    def close(self) -> None:
+        """Nothing to release: no connection is held."""
+
     def complete(self, request: ModelRequest) -> ModelReply:
         turn = len(request.history)
         if turn < len(OUT_OF_POLICY_TURNS):

@@ -125,6 +125,11 @@ class AnthropicProvider(Provider):
         self._max_output_tokens = max_output_tokens
 
     @override
+    def close(self) -> None:
+        """Close the SDK's HTTP connections."""
+        self._client.close()
+
+    @override
     def complete(self, request: ModelRequest) -> ModelReply:
         """Return the next turn: the first tool call as raw text, or the text answer as-is.
 

@@ -71,6 +71,10 @@ class Provider(Protocol):
         """
         ...
 
+    def close(self) -> None:
+        """Release connections; the controller calls it once, when the run ends."""
+        ...
+
 
 class ProviderOptions(BaseModel):
     """Everything any provider factory may need. Each provider reads only its own fields."""

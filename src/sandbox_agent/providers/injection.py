@@ -72,6 +72,9 @@ class InjectionProvider:
         self._tests_run = False
         self._read: set[str] = {"README.md"}
 
+    def close(self) -> None:
+        """Nothing to release: no connection is held."""
+
     def complete(self, request: ModelRequest) -> ModelReply:
         if request.history:
             self._absorb(request.history[-1].observation)

@@ -141,6 +141,11 @@ class OpenAICompatProvider(Provider):
         self._official = official
 
     @override
+    def close(self) -> None:
+        """Close the SDK's HTTP connections."""
+        self._client.close()
+
+    @override
     def complete(self, request: ModelRequest) -> ModelReply:
         """Return the next turn: the first tool call as raw text, or the text answer as-is.
 

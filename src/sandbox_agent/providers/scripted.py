@@ -27,6 +27,9 @@ class ScriptedProvider:
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
 
+    def close(self) -> None:
+        """Nothing to release: no connection is held."""
+
     def complete(self, request: ModelRequest) -> ModelReply:
         return ModelReply(text=self.plan.turn(len(request.history)), model=self.name)
 
