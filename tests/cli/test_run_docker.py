@@ -61,6 +61,8 @@ def test_paginator_demo(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> N
         "tests_run": 6,
         "failures": 0,
         "status": "completed",
+        # The plan's last run_tests was a whole, attested run of the final bytes.
+        "reused": True,
     }
     run_dir = Path(result["trace_path"]).parent
     assert main(["verify", str(run_dir)]) == 0

@@ -124,3 +124,51 @@ def test_a_cancelled_run_creates_nothing_and_fails(
     assert not final.passed
     assert final.status == "cancelled"
     assert final.sandbox.started is False
+
+
+EDIT = {"path": "paginator/core.py", "old": "n // size", "new": "-(-n // size)"}
+
+
+def test_the_final_run_reuses_a_verified_suite_run_of_the_same_bytes(
+    toolbox: ToolBox, backend: FakeBackend
+) -> None:
+    backend.add(completed(tests_run=3))
+    assert call(toolbox, "run_tests").ok
+    final = toolbox.run_final_tests()
+    assert final.reused is True
+    assert final.passed is True
+    assert len(backend.requests) == 1, "no second, identical sandbox run"
+
+
+@pytest.mark.parametrize(
+    "between",
+    ["edit", "selector", "unverified"],
+)
+def test_the_final_run_is_fresh_after_an_edit_a_selector_or_an_unverified_run(
+    toolbox: ToolBox, backend: FakeBackend, between: str
+) -> None:
+    if between == "unverified":
+        backend.add(completed(tests_run=3).model_copy(update={"attested": False}))
+        call(toolbox, "run_tests")
+    elif between == "selector":  # only part of the suite ran
+        backend.add(completed(tests_run=1))
+        call(toolbox, "run_tests", selector="tests.test_core")
+    else:
+        backend.add(completed(tests_run=3))
+        call(toolbox, "run_tests")
+        assert call(toolbox, "apply_patch", edits=[EDIT]).ok
+    backend.add(completed(tests_run=3, failures=1, exit_code=1))
+    final = toolbox.run_final_tests()
+    assert final.reused is False
+    assert final.passed is False, "the verdict is the fresh run's"
+    assert backend.requests[-1].argv == (*WRAPPER, "unittest")
+
+
+def test_an_edit_undone_to_the_same_bytes_may_reuse(toolbox: ToolBox, backend: FakeBackend) -> None:
+    # Reuse is keyed on the bytes, not on "was anything edited": same tree, same evidence.
+    backend.add(completed(tests_run=3))
+    call(toolbox, "run_tests")
+    assert call(toolbox, "apply_patch", edits=[EDIT]).ok
+    undo = {"path": EDIT["path"], "old": EDIT["new"], "new": EDIT["old"]}
+    assert call(toolbox, "apply_patch", edits=[undo]).ok
+    assert toolbox.run_final_tests().reused is True

@@ -91,6 +91,10 @@ class FinalTests(BaseModel):
     failures: int
     status: str
     """The sandbox status of that run (``completed``, ``timeout``, ``refused``, ...)."""
+    reused: bool = False
+    """True when the verdict is the model's last whole-suite ``run_tests``: it ran, attested,
+    on exactly the bytes the workspace held at the end (same tree hash), so no second,
+    identical sandbox run was made."""
 
 
 class BudgetUsed(BaseModel):

@@ -214,6 +214,7 @@ class RunSession:
                 tests_run=int(final.tests_run),
                 failures=int(final.failures),
                 status=str(final.status),
+                reused=final.reused,
             ),
             budget_used=state.used,
             fixture=FixtureIntegrity(
@@ -287,6 +288,7 @@ def _final_fields(final: TestRun) -> dict[str, Any]:
         "exit_code": final.exit_code,
         "attested": final.attested,
         "runtime": final.runtime,
+        "reused": final.reused,
     }
 
 

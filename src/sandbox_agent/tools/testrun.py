@@ -85,6 +85,8 @@ class TestRun(BaseModel):
     summary: str
     """Bounded and control-character free: the counts and the last lines of output."""
     sandbox: SandboxResult
+    reused: bool = False
+    """The final verdict is an earlier verified whole-suite run of the same tree bytes."""
 
     @classmethod
     def from_result(

@@ -30,6 +30,7 @@ from sandbox_agent.tools.files import ToolResult
 from sandbox_agent.tools.limits import ToolLimits
 from sandbox_agent.tools.testrun import TestRun
 from sandbox_agent.workspace import Workspace
+from sandbox_agent.workspace.hashing import tree_sha256
 
 RUN_LABEL = "sandbox-agent.purpose"
 
@@ -68,6 +69,8 @@ class ToolBox:
         """What the model said in ``finish``: recorded, never believed."""
         self.test_runs: list[TestRun] = []
         """Every test run of this tool box, ``run_tests`` calls and the final run."""
+        self._last_suite_run: tuple[str, TestRun] | None = None
+        """The last whole-suite run that completed attested, and the tree hash it ran on."""
 
     def execute(self, call: ToolCall) -> ToolOutcome:
         """Run one call. Never raises for anything the model did: a refusal is a denial.
@@ -123,6 +126,9 @@ class ToolBox:
             InfrastructureError: the sandbox backend cannot be reached.
         """
         command = runner_command(self.policy.runner, selector)
+        # The container mounts the workspace read-only and only this tool box writes
+        # it, so the bytes hashed here are the bytes the tests run on.
+        tree = None if selector else tree_sha256(self.workspace.root)
         request = SandboxRequest(
             argv=command.argv,
             workspace=self.workspace.root,
@@ -140,14 +146,26 @@ class ToolBox:
             summary_lines=self.tool_limits.test_summary_lines,
         )
         self.test_runs.append(run)
+        if tree is not None and run.attested and run.sandbox.status == "completed":
+            self._last_suite_run = (tree, run)
         return run
 
     def run_final_tests(self) -> TestRun:
         """The controller's own final run: the whole suite, same runner, same sandbox rules.
 
+        When the last whole-suite run of this tool box completed attested on exactly the
+        bytes the workspace holds now (same tree hash), that run *is* the controller's
+        verified run of this tree, and it is returned marked ``reused`` instead of
+        paying for an identical sandbox run. Any edit since, a selector, or an
+        unverified run means a fresh run.
+
         Raises:
             InfrastructureError: the sandbox backend cannot be reached.
         """
+        if self._last_suite_run is not None:
+            tree, run = self._last_suite_run
+            if tree == tree_sha256(self.workspace.root):
+                return run.model_copy(update={"reused": True})
         return self.run_tests(None)
 
 
