@@ -23,6 +23,7 @@ def render(result: RunResult) -> str:
         if tests is None
         else f"final tests:   {'PASSED' if tests.passed else 'FAILED'}  {tests.tests_run} run, "
         f"{tests.failures} failed, sandbox {tests.status}"
+        + (" (the last run_tests, on the same bytes)" if tests.reused else "")
     )
     lines.append(f"files changed: {', '.join(result.files_changed) or 'none'}")
     fixture = result.fixture
