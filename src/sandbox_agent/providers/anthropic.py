@@ -7,7 +7,6 @@ block with the same id. The reply goes back to the controller as raw text, unval
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -19,17 +18,15 @@ from sandbox_agent.ledger.meter import (
     Meter,
     TokenCounts,
     estimate_input_tokens,
-    limits_from_options,
     read_answer,
     status_failure,
     token_counts,
     transport_failure,
     unreadable_answer,
 )
-from sandbox_agent.ledger.prices import price_for
-from sandbox_agent.ledger.store import Ledger
 from sandbox_agent.providers.base import ModelReply, ModelRequest, Provider, ProviderOptions
-from sandbox_agent.providers.gate import KEY_ENV, check_gate
+from sandbox_agent.providers.gate import KEY_ENV
+from sandbox_agent.providers.metered import DEFAULT_REQUEST_TIMEOUT_SECONDS, open_meter, reply_from
 from sandbox_agent.providers.tooldefs import (
     anthropic_tools,
     past_call,
@@ -37,7 +34,6 @@ from sandbox_agent.providers.tooldefs import (
     tool_definitions,
 )
 
-DEFAULT_REQUEST_TIMEOUT_SECONDS = 120.0
 EMPTY_REPLY_PLACEHOLDER = "(no output)"
 """Replayed for an empty past reply: the API refuses empty text blocks."""
 
@@ -156,12 +152,7 @@ class AnthropicProvider(Provider):
             classify=classify,
             usage_of=lambda answer: answer.usage,
         )
-        answer = metered.response
-        notes = answer.notes
-        if metered.attempts > 1:
-            notes += (f"sent {metered.attempts} times (retries)",)
-        model = answer.model or self._model
-        return ModelReply(text=answer.text, usage=metered.usage, model=model, notes=notes)
+        return reply_from(metered, self._model)
 
 
 def create(options: ProviderOptions) -> Provider:
@@ -171,21 +162,7 @@ def create(options: ProviderOptions) -> Provider:
         UsageError: the gate is closed (naming what is missing), the model has no known
             price, or the ledger cannot be opened.
     """
-    passed = check_gate("anthropic", options.model, base_url=options.base_url)
-    price = price_for(
-        passed.model,
-        input_per_mtok=options.price_per_mtok_in,
-        output_per_mtok=options.price_per_mtok_out,
-    )
-    meter = Meter(
-        ledger=Ledger(Path(options.ledger_path) if options.ledger_path else None),
-        limits=limits_from_options(options),
-        price=price,
-        model=passed.model,
-        provider="anthropic",
-        experiment=options.experiment,
-        run_id=options.run_id,
-    )
+    passed, meter = open_meter("anthropic", options)
     client = anthropic.Anthropic(
         api_key=passed.api_key,
         base_url=options.base_url,

@@ -1,0 +1,58 @@
+"""What the two real providers share: the opt-in gate, the spend meter, and the reply.
+
+Each real provider differs only in its SDK call and in how it reads an answer; opening
+the gate, pricing the model, reserving through the ledger and turning a metered answer
+into a ``ModelReply`` are the same, and live here once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from sandbox_agent.ledger.meter import Answer, Meter, Metered, limits_from_options
+from sandbox_agent.ledger.prices import price_for
+from sandbox_agent.ledger.store import Ledger
+from sandbox_agent.providers.base import ModelReply, ProviderOptions
+from sandbox_agent.providers.gate import GatePass, check_gate
+
+DEFAULT_REQUEST_TIMEOUT_SECONDS = 120.0
+"""One HTTP request to a model API; a time-out is retried (and reserved) like a 5xx."""
+
+
+def open_meter(
+    provider: Literal["anthropic", "openai"], options: ProviderOptions
+) -> tuple[GatePass, Meter]:
+    """Pass the opt-in gate, price the model and open its spend meter.
+
+    Raises:
+        UsageError: the gate is closed (naming what is missing), the model has no known
+            price, or the ledger cannot be opened.
+    """
+    passed = check_gate(provider, options.model, base_url=options.base_url)
+    price = price_for(
+        passed.model,
+        input_per_mtok=options.price_per_mtok_in,
+        output_per_mtok=options.price_per_mtok_out,
+    )
+    meter = Meter(
+        ledger=Ledger(Path(options.ledger_path) if options.ledger_path else None),
+        limits=limits_from_options(options),
+        price=price,
+        model=passed.model,
+        provider=provider,
+        experiment=options.experiment,
+        run_id=options.run_id,
+    )
+    return passed, meter
+
+
+def reply_from(metered: Metered[Answer], model: str) -> ModelReply:
+    """The controller's view of one metered answer: raw text, usage, and what to note."""
+    answer = metered.response
+    notes = answer.notes
+    if metered.attempts > 1:
+        notes += (f"sent {metered.attempts} times (retries)",)
+    return ModelReply(
+        text=answer.text, usage=metered.usage, model=answer.model or model, notes=notes
+    )
