@@ -282,11 +282,7 @@ def build() -> ImageRecord:
             raise SetupError(f"docker import failed ({error}): is the daemon running?") from error
         finally:
             client.close()
-    record = _write_record(
-        ImageRecord(tag=tag, image_id=image_id, inputs_sha256=inputs_sha256(), built_at=time.time())
-    )
-    _prune_older_images(keep=image_id)
-    return record
+    return _record_image(tag, image_id)
 
 
 def _prune_older_images(keep: str) -> None:
@@ -326,6 +322,11 @@ def adopt(source_tag: str) -> ImageRecord:
         raise SetupError(f"no image tagged {source_tag}: build it first") from error
     finally:
         client.close()
+    return _record_image(tag, image_id)
+
+
+def _record_image(tag: str, image_id: str) -> ImageRecord:
+    """Record ``image_id`` as the runner image of the current inputs; drop older images."""
     record = _write_record(
         ImageRecord(tag=tag, image_id=image_id, inputs_sha256=inputs_sha256(), built_at=time.time())
     )

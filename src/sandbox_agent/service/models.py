@@ -20,18 +20,8 @@ from sandbox_agent.controller.models import (
     ToolCallRecord,
 )
 
-ServiceStatus = Literal[
-    "QUEUED",
-    "RUNNING",
-    "INTERRUPTED",
-    "SUCCEEDED",
-    "FAILED",
-    "POLICY_ABORTED",
-    "BUDGET_EXHAUSTED",
-    "TIMEOUT",
-    "CANCELLED",
-    "SANDBOX_ERROR",
-]
+ServiceStatus = Literal["QUEUED", "RUNNING", "INTERRUPTED"] | RunStatus
+"""The run result's statuses, plus the service's own: waiting, running, cut by a restart."""
 IN_FLIGHT: frozenset[str] = frozenset({"QUEUED", "RUNNING"})
 TERMINAL: frozenset[str] = frozenset(get_args(RunStatus)) | {"INTERRUPTED"}
 
