@@ -9,36 +9,46 @@ frame was written: ``EXIT_REFUSED`` (125) for a bad config or a failed attestati
 
 from __future__ import annotations
 
+# Every module imported here is paid for on every sandbox run, before attestation can
+# start (issue 3: PID 1's start-up was most of the verified run's overhead). So:
+# ``_signal`` (built in, integer constants) instead of ``signal`` (enum set-up),
+# ``traceback`` only when PID 1 crashes, no pathlib/typing/dataclasses anywhere on
+# this path. tests/supervisor/test_supervisor_imports.py keeps the set small.
 import ctypes
-import signal
 import sys
-import traceback
-from collections.abc import Callable
-from pathlib import Path
 
 from sandbox_supervisor import attest, cgroup, protocol, wire
-from sandbox_supervisor.config import PROTOCOL_VERSION, Config, ConfigError, parse_config
+from sandbox_supervisor.config import PROTOCOL_VERSION, ConfigError, parse_config
 from sandbox_supervisor.config import read_nonce as read_config_nonce
 from sandbox_supervisor.relay import Relay
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal as _signal
+    from collections.abc import Callable
+
+    from sandbox_supervisor.config import Config
+
+    Attester = Callable[[Config], list[attest.Check]]
+else:
+    import _signal  # no stub of its own; the same names as signal's
 
 EXIT_REFUSED = 125
 EXIT_SUPERVISOR_ERROR = 126
 PR_SET_DUMPABLE = 4
 MAX_CRASH_TEXT = 4096
-CGROUP_ROOT = Path("/sys/fs/cgroup")
-
-Attester = Callable[[Config], list[attest.Check]]
+CGROUP_ROOT = "/sys/fs/cgroup"
+PROC_ROOT = "/proc"
 
 
 def _make_undumpable() -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+    if attest.libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
 
 
 def _initial_environ() -> bytes | None:
     try:
-        return attest.read_environ_bytes(Path("/proc"))
+        return attest.read_environ_bytes(PROC_ROOT)
     except OSError:
         return None  # the environment check then fails, saying why
 
@@ -97,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         _make_undumpable()
         # Python's own SIGINT handler is the only one it installs; without any handler
         # the kernel drops the signals that processes in the container send PID 1.
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
         if len(args) != 1:
             print("usage: python3 -I -S -B -m sandbox_supervisor CONFIG_JSON", file=sys.stderr)
             return EXIT_REFUSED
@@ -106,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
             args[0], sys.stdout.fileno(), attester=lambda config: attest.attest(config, inside)
         )
     except Exception:
+        import traceback  # only PID 1's own crash needs it; importing it costs every run
+
         sys.stderr.write(traceback.format_exc()[-MAX_CRASH_TEXT:])
         return EXIT_SUPERVISOR_ERROR
 

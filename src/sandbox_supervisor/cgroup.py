@@ -7,14 +7,21 @@ here then returns None and the caller says so.
 
 from __future__ import annotations
 
-from pathlib import Path
+# os.path and string paths, not pathlib: PID 1 imports this on every sandbox run and
+# pathlib's import alone costs more than every cgroup read here (issue 3).
+import os
 
 UNLIMITED = -1
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    Root = str | os.PathLike[str]
 
-def _read(path: Path) -> str | None:
+
+def _read(root: Root, *parts: str) -> str | None:
     try:
-        return path.read_text(encoding="ascii").strip()
+        with open(os.path.join(root, *parts), encoding="ascii") as file:
+            return file.read().strip()
     except (OSError, UnicodeDecodeError):
         return None
 
@@ -30,11 +37,11 @@ def _number(text: str | None) -> int | None:
         return None
 
 
-def _is_v2(cgroup_root: Path) -> bool:
-    return (cgroup_root / "cgroup.controllers").exists()
+def _is_v2(cgroup_root: Root) -> bool:
+    return os.path.exists(os.path.join(cgroup_root, "cgroup.controllers"))
 
 
-def memory_limits(cgroup_root: Path) -> tuple[int | None, int | None]:
+def memory_limits(cgroup_root: Root) -> tuple[int | None, int | None]:
     """``(memory, memory+swap)`` in bytes; either None when not visible, -1 for unlimited.
 
     v1 has ``memory.memsw.limit_in_bytes`` only with swap accounting; without it there
@@ -42,33 +49,32 @@ def memory_limits(cgroup_root: Path) -> tuple[int | None, int | None]:
     ``memory.swap.max`` separately, turned here into memory+swap.
     """
     if _is_v2(cgroup_root):
-        memory = _number(_read(cgroup_root / "memory.max"))
-        swap = _number(_read(cgroup_root / "memory.swap.max"))
+        memory = _number(_read(cgroup_root, "memory.max"))
+        swap = _number(_read(cgroup_root, "memory.swap.max"))
         if memory is None or swap is None:
             return memory, None
         if UNLIMITED in (memory, swap):
             return memory, UNLIMITED
         return memory, memory + swap
-    folder = cgroup_root / "memory"
-    memory = _number(_read(folder / "memory.limit_in_bytes"))
-    if not (folder / "memory.memsw.limit_in_bytes").exists():
+    memory = _number(_read(cgroup_root, "memory", "memory.limit_in_bytes"))
+    if not os.path.exists(os.path.join(cgroup_root, "memory", "memory.memsw.limit_in_bytes")):
         return memory, memory
-    return memory, _number(_read(folder / "memory.memsw.limit_in_bytes"))
+    return memory, _number(_read(cgroup_root, "memory", "memory.memsw.limit_in_bytes"))
 
 
-def pids_limit(cgroup_root: Path) -> int | None:
+def pids_limit(cgroup_root: Root) -> int | None:
     """``pids.max`` (-1 for ``max``), or None when not visible."""
     if _is_v2(cgroup_root):
-        return _number(_read(cgroup_root / "pids.max"))
-    return _number(_read(cgroup_root / "pids" / "pids.max"))
+        return _number(_read(cgroup_root, "pids.max"))
+    return _number(_read(cgroup_root, "pids", "pids.max"))
 
 
-def oom_kills(cgroup_root: Path) -> int | None:
+def oom_kills(cgroup_root: Root) -> int | None:
     """The cgroup's ``oom_kill`` counter, or None when not visible."""
     if _is_v2(cgroup_root):
-        text = _read(cgroup_root / "memory.events")
+        text = _read(cgroup_root, "memory.events")
     else:
-        text = _read(cgroup_root / "memory" / "memory.oom_control")
+        text = _read(cgroup_root, "memory", "memory.oom_control")
     for line in (text or "").splitlines():
         key, _, value = line.partition(" ")
         if key == "oom_kill":

@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import json
 import math
-import re
-from dataclasses import dataclass
-from typing import Any
+
+# Plain classes with __slots__, not dataclasses (whose import pulls in inspect): PID 1
+# parses this on every sandbox run and its start-up is on each run's path (issue 3).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 PROTOCOL_VERSION = 1
 RUNTIMES = ("runc", "runsc")
-NONCE_PATTERN = re.compile(r"[0-9a-f]{32}")
+NONCE_LENGTH = 32
+NONCE_DIGITS = frozenset("0123456789abcdef")
 TOP_KEYS = frozenset(
     {
         "v",
@@ -51,18 +55,56 @@ class ConfigError(ValueError):
     """The config is not exactly what the protocol allows."""
 
 
-@dataclass(frozen=True)
-class Canary:
+class _Record:
+    """Keyword-only construction of every slot, read-only afterwards, compared by value."""
+
+    __slots__: tuple[str, ...] = ()
+
+    def __init__(self, **fields: Any) -> None:
+        if fields.keys() != set(self.__slots__):
+            raise TypeError(f"{type(self).__name__} takes exactly {sorted(self.__slots__)}")
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is read-only")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # holds dicts and lists
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"{type(self).__name__}({fields})"
+
+
+class Canary(_Record):
     """The seccomp canary rule: ``syscall`` must fail with ``errno``."""
 
+    __slots__ = ("errno", "syscall")
     syscall: int
     errno: int
 
 
-@dataclass(frozen=True)
-class Expect:
+class Expect(_Record):
     """What attestation compares the container with."""
 
+    __slots__ = (
+        "canary",
+        "env",
+        "fsize_bytes",
+        "gid",
+        "memory_bytes",
+        "nofile",
+        "pids",
+        "tmp",
+        "tmpfs_bytes",
+        "uid",
+        "workspace",
+    )
     uid: int
     gid: int
     memory_bytes: int
@@ -76,10 +118,20 @@ class Expect:
     canary: Canary
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(_Record):
     """One run: the workload, its limits, and the expected isolation."""
 
+    __slots__ = (
+        "argv",
+        "cwd",
+        "deadline_s",
+        "expect",
+        "kill_grace_s",
+        "nonce",
+        "output_budget",
+        "runtime",
+        "workload_env",
+    )
     nonce: str
     runtime: str
     argv: list[str]
@@ -89,6 +141,11 @@ class Config:
     kill_grace_s: float
     output_budget: int
     expect: Expect
+
+
+def is_nonce(value: object) -> bool:
+    """32 lowercase hex characters."""
+    return isinstance(value, str) and len(value) == NONCE_LENGTH and NONCE_DIGITS.issuperset(value)
 
 
 def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -173,7 +230,7 @@ def read_nonce(text: str) -> str | None:
     except ValueError:
         return None
     nonce = value.get("nonce") if isinstance(value, dict) else None
-    return nonce if isinstance(nonce, str) and NONCE_PATTERN.fullmatch(nonce) else None
+    return nonce if is_nonce(nonce) else None
 
 
 def parse_config(text: str) -> Config:
@@ -186,7 +243,7 @@ def parse_config(text: str) -> Config:
     if _int(top["v"], "v") != PROTOCOL_VERSION:
         raise ConfigError(f"unsupported protocol version {top['v']} (this is {PROTOCOL_VERSION})")
     nonce = top["nonce"]
-    if not isinstance(nonce, str) or not NONCE_PATTERN.fullmatch(nonce):
+    if not is_nonce(nonce):
         raise ConfigError("nonce must be 32 lowercase hex characters")
     if top["runtime"] not in RUNTIMES:
         raise ConfigError(f"runtime must be one of {list(RUNTIMES)}")

@@ -7,26 +7,61 @@ same layout with fewer options (see ``attest``).
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-from typing import NamedTuple
+import os
 
-_OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")
-_SIZE = re.compile(r"(\d+)([kmg]?)", re.IGNORECASE)
+# String methods, not ``re``, and a plain class, not a NamedTuple: PID 1 imports this
+# on every sandbox run, and start-up time is per run (issue 3).
+_OCTAL_DIGITS = frozenset("01234567")
 _SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 
 
-class Mount(NamedTuple):
+class Mount:
     """One mountinfo line."""
 
-    mount_point: str
-    options: frozenset[str]
-    fstype: str
-    super_options: dict[str, str]
+    __slots__ = ("fstype", "mount_point", "options", "super_options")
+
+    def __init__(
+        self,
+        mount_point: str,
+        options: frozenset[str],
+        fstype: str,
+        super_options: dict[str, str],
+    ) -> None:
+        self.mount_point = mount_point
+        self.options = options
+        self.fstype = fstype
+        self.super_options = super_options
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Mount):
+            return NotImplemented
+        return self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable super_options, as before
+
+    def __repr__(self) -> str:
+        return (
+            f"Mount(mount_point={self.mount_point!r}, options={self.options!r}, "
+            f"fstype={self.fstype!r}, super_options={self.super_options!r})"
+        )
+
+    def _key(self) -> tuple[str, frozenset[str], str, dict[str, str]]:
+        return self.mount_point, self.options, self.fstype, self.super_options
 
 
 def _unescape(field: str) -> str:
-    return _OCTAL_ESCAPE.sub(lambda match: chr(int(match.group(1), 8)), field)
+    """Undo the kernel's ``\\ooo`` octal escapes (space, tab, newline, backslash)."""
+    if "\\" not in field:
+        return field
+    first, *rest = field.split("\\")
+    parts = [first]
+    for part in rest:
+        code = part[:3]
+        if len(code) == 3 and _OCTAL_DIGITS.issuperset(code):
+            parts.append(chr(int(code, 8)) + part[3:])
+        else:
+            parts.append("\\" + part)
+    return "".join(parts)
 
 
 def parse_mountinfo(text: str) -> list[Mount]:
@@ -60,14 +95,15 @@ def parse_mountinfo(text: str) -> list[Mount]:
     return mounts
 
 
-def read_mounts(proc_root: Path) -> list[Mount]:
+def read_mounts(proc_root: str | os.PathLike[str]) -> list[Mount]:
     """This process's mounts, from ``<proc_root>/self/mountinfo``.
 
     Raises:
         OSError: the file cannot be read.
         ValueError: it is malformed.
     """
-    return parse_mountinfo((proc_root / "self" / "mountinfo").read_text(encoding="utf-8"))
+    with open(os.path.join(proc_root, "self", "mountinfo"), encoding="utf-8") as file:
+        return parse_mountinfo(file.read())
 
 
 def covering_mount(mounts: list[Mount], path: str) -> Mount | None:
@@ -83,7 +119,8 @@ def covering_mount(mounts: list[Mount], path: str) -> Mount | None:
 
 def tmpfs_size_bytes(mount: Mount) -> int | None:
     """The ``size=`` option of a tmpfs in bytes (``65536k``, ``64m``), or None when absent."""
-    match = _SIZE.fullmatch(mount.super_options.get("size", ""))
-    if match is None:
+    size = mount.super_options.get("size", "")
+    number, unit = (size[:-1], size[-1].lower()) if size[-1:].isalpha() else (size, "")
+    if not (number.isascii() and number.isdigit()) or unit not in _SIZE_UNITS:
         return None
-    return int(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
+    return int(number) * _SIZE_UNITS[unit]

@@ -18,8 +18,13 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Iterator
-from typing import Any
+
+# typing and collections.abc are for the type checker only: PID 1 imports this module
+# on every sandbox run and its start-up is on each run's path (issue 3).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 KIND_ATTESTATION = b"A"
 KIND_STDOUT = b"1"

@@ -10,11 +10,18 @@ tests that run this code as root, it would kill the machine: it runs only when
 from __future__ import annotations
 
 import os
-import signal
-from collections.abc import Callable
 
-Kill = Callable[[int, int], None]
-GetPid = Callable[[], int]
+# ``_signal``: the integer constants without ``signal``'s enum set-up, which PID 1
+# would pay on every sandbox run (issue 3). Type-only imports stay out of run time.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal as _signal
+    from collections.abc import Callable
+
+    Kill = Callable[[int, int], None]
+    GetPid = Callable[[], int]
+else:
+    import _signal  # no stub of its own; the same names as signal's
 
 
 def is_pid1(getpid: GetPid = os.getpid) -> bool:
@@ -37,10 +44,10 @@ def signal_workload(pgid: int, signum: int, *, kill: Kill = os.kill) -> None:
 
 def kill_everything(pgid: int, *, getpid: GetPid = os.getpid, kill: Kill = os.kill) -> None:
     """SIGKILL the workload's group; as PID 1, every other process too (``kill(-1)``)."""
-    signal_workload(pgid, signal.SIGKILL, kill=kill)
+    signal_workload(pgid, _signal.SIGKILL, kill=kill)
     if is_pid1(getpid):
         try:
-            kill(-1, signal.SIGKILL)
+            kill(-1, _signal.SIGKILL)
         except ProcessLookupError:
             return
 

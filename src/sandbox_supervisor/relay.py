@@ -8,18 +8,28 @@ still be killed safely before the leader's pid is released.
 
 from __future__ import annotations
 
+# Start-up cost is per sandbox run (issue 3), so PID 1 avoids modules it can do
+# without: ``select.poll`` (built in) instead of ``selectors``, ``_signal``'s integer
+# constants instead of ``signal`` (whose enums cost more to build than the whole relay
+# needs), plain classes instead of dataclasses, and no runtime ``typing``.
 import fcntl
+import math
 import os
-import selectors
-import signal
+import select
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 from sandbox_supervisor import protocol, reaper, wire
-from sandbox_supervisor.config import Config
 from sandbox_supervisor.runner_report import parse_runner_report
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal as _signal
+    from collections.abc import Callable
+    from typing import Any
+
+    from sandbox_supervisor.config import Config
+else:
+    import _signal  # no stub of its own; the same names as signal's
 
 READ_CHUNK = protocol.MAX_FRAME_PAYLOAD
 EXIT_POLL_S = 0.05
@@ -31,19 +41,33 @@ DRAIN_AFTER_EXIT_S = 1.0
 EXEC_FAILED_EXIT = 127
 
 
-@dataclass
 class _Run:
-    pid: int
-    start: float
-    budget: int
-    relayed: int = 0
-    truncated: bool = False
-    timed_out: bool = False
-    killed: bool = False
-    status: int | None = None
-    end: float = 0.0
-    report: bytearray = field(default_factory=bytearray)
-    report_overflow: bool = False
+    __slots__ = (
+        "budget",
+        "end",
+        "killed",
+        "pid",
+        "relayed",
+        "report",
+        "report_overflow",
+        "start",
+        "status",
+        "timed_out",
+        "truncated",
+    )
+
+    def __init__(self, pid: int, start: float, budget: int) -> None:
+        self.pid = pid
+        self.start = start
+        self.budget = budget
+        self.relayed = 0
+        self.truncated = False
+        self.timed_out = False
+        self.killed = False
+        self.status: int | None = None
+        self.end = 0.0
+        self.report = bytearray()
+        self.report_overflow = False
 
 
 def _exec_workload(config: Config, stdout_w: int, stderr_w: int, report_w: int) -> None:
@@ -56,8 +80,8 @@ def _exec_workload(config: Config, stdout_w: int, stderr_w: int, report_w: int) 
         for target, fd in enumerate(high):
             os.dup2(fd, target, inheritable=True)
         os.closerange(protocol.RUNNER_REPORT_FD + 1, os.sysconf("SC_OPEN_MAX"))
-        for signum in (signal.SIGPIPE, signal.SIGXFSZ):
-            signal.signal(signum, signal.SIG_DFL)  # Python ignores these; exec keeps ignores
+        for signum in (_signal.SIGPIPE, _signal.SIGXFSZ):
+            _signal.signal(signum, _signal.SIG_DFL)  # Python ignores these; exec keeps ignores
         os.chdir(config.cwd)
         os.execvpe(config.argv[0], config.argv, config.workload_env)  # noqa: S606
     except BaseException as error:
@@ -90,7 +114,9 @@ class Relay:
         self._out_fd = out_fd
         self._read_oom = read_oom
         self._getpid = getpid
-        self._selector = selectors.DefaultSelector()
+        self._poll = select.poll()
+        self._pipes: dict[int, bytes | None] = {}
+        """Open read ends: fd -> frame kind (None: the runner-report pipe)."""
 
     def run(self) -> dict[str, Any]:
         """Fork, relay and reap; the fields of the exit report (without type, v, nonce)."""
@@ -105,14 +131,14 @@ class Relay:
         ):
             os.close(write_end)
             os.set_blocking(read_end, False)
-            self._selector.register(read_end, selectors.EVENT_READ, kind)
+            self._poll.register(read_end, select.POLLIN)
+            self._pipes[read_end] = kind
         run = _Run(pid=pid, start=start, budget=self._config.output_budget)
         try:
             self._loop(run)
         finally:
-            for key in list(self._selector.get_map().values()):
-                self._close(key.fd)
-            self._selector.close()
+            for fd in list(self._pipes):
+                self._close(fd)
             if run.status is None:
                 self._finish(run)
         oom_after = self._read_oom()
@@ -141,13 +167,13 @@ class Relay:
                 self._finish(run)
                 drain_until = time.monotonic() + DRAIN_AFTER_EXIT_S
             reaper.reap_orphans(getpid=self._getpid, keep=run.pid if run.status is None else None)
-            pipes_open = bool(self._selector.get_map())
+            pipes_open = bool(self._pipes)
             if run.status is not None and (not pipes_open or now >= drain_until):
                 return
             waiting = run.status is None and not run.killed
             if waiting and not run.timed_out and now >= term_at:
                 run.timed_out = True
-                reaper.signal_workload(run.pid, signal.SIGTERM)
+                reaper.signal_workload(run.pid, _signal.SIGTERM)
             if waiting and run.timed_out and now >= kill_at:
                 self._kill(run)
             wake = [EXIT_POLL_S if pipes_open else EXIT_POLL_NO_PIPES_S]
@@ -159,8 +185,10 @@ class Relay:
             if not pipes_open:
                 time.sleep(timeout)
                 continue
-            for key, _ in self._selector.select(timeout):
-                self._read(run, key.fd, key.data)
+            # Rounded up to whole milliseconds, as ``selectors`` does: never wake early.
+            for fd, _ in self._poll.poll(math.ceil(timeout * 1000)):
+                if fd in self._pipes:
+                    self._read(run, fd, self._pipes[fd])
 
     def _exited(self, pid: int) -> bool:
         flags = os.WEXITED | os.WNOHANG | os.WNOWAIT
@@ -207,5 +235,6 @@ class Relay:
         run.report.extend(data)
 
     def _close(self, fd: int) -> None:
-        self._selector.unregister(fd)
+        self._poll.unregister(fd)
+        del self._pipes[fd]
         os.close(fd)

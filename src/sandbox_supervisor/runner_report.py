@@ -8,9 +8,12 @@ wrapper's) are not one object and are refused.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from sandbox_supervisor import protocol
+
+TYPE_CHECKING = False  # typing is not imported at run time: PID 1 start-up (issue 3)
+if TYPE_CHECKING:
+    from typing import Any
 
 RUNNERS = ("unittest", "pytest")
 COUNT_KEYS = ("tests_run", "failures", "errors", "skipped")

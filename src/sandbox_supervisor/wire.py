@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from sandbox_supervisor import protocol
+
+TYPE_CHECKING = False  # typing is not imported at run time: PID 1 start-up (issue 3)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def write_all(fd: int, data: bytes) -> None:

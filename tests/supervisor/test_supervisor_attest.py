@@ -275,7 +275,7 @@ def test_gvisor_breakages_fail(
 def test_a_check_that_raises_fails_with_the_error(tmp_path: Path) -> None:
     container = FakeContainer()
     inside = container.build(tmp_path)
-    (inside.proc_root / "self" / "mountinfo").unlink()
+    (Path(inside.proc_root) / "self" / "mountinfo").unlink()
     failed = {c.name: c.detail for c in attest.attest(_config(), inside) if not c.ok}
     assert set(failed) == {
         "rootfs_readonly",

@@ -76,3 +76,15 @@ def test_covering_mount_takes_the_longest_prefix_and_the_last_mount() -> None:
 def test_malformed_mountinfo_is_an_error() -> None:
     with pytest.raises(ValueError, match="malformed"):
         parse_mountinfo("1 0 0:1 / /\n")
+
+
+def test_octal_escapes_and_sizes_are_read_without_regular_expressions() -> None:
+    (mount,) = parse_mountinfo(
+        "1 0 0:1 / /a\\040b\\011c\\012d\\134e\\12f\\ ro - tmpfs tmpfs rw,size=1G\n"
+    )
+    assert mount.mount_point == "/a b\tc\nd\\e\\12f\\"
+    assert tmpfs_size_bytes(mount) == 1024**3
+    sizes = {"65536k": 64 * 1024 * 1024, "64M": 64 * 1024 * 1024, "4096": 4096}
+    for text, want in {**sizes, "": None, "k": None, "64x": None, "6.4m": None}.items():
+        (mount,) = parse_mountinfo(f"1 0 0:1 / /t rw - tmpfs tmpfs rw,size={text}\n")
+        assert tmpfs_size_bytes(mount) == want, text
