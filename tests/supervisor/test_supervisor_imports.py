@@ -70,3 +70,12 @@ def test_a_crash_of_pid1_still_reports_its_traceback() -> None:
     assert done.returncode == 126, done.stderr
     assert "Traceback (most recent call last)" in done.stderr
     assert "RuntimeError: boom" in done.stderr
+
+
+def test_pid1_flushes_its_stderr_before_skipping_finalization() -> None:
+    done = _python(
+        "sys.argv[1:] = []; import runpy; "
+        "runpy.run_module('sandbox_supervisor', run_name='__main__')"
+    )
+    assert done.returncode == 125
+    assert done.stderr.startswith("usage: python3 -I -S -B -m sandbox_supervisor CONFIG_JSON")
