@@ -6,8 +6,9 @@ config that fails here is refused before anything is attested or forked.
 
 from __future__ import annotations
 
-import json
 import math
+
+from sandbox_supervisor import fastjson
 
 # Plain classes with __slots__, not dataclasses (whose import pulls in inspect): PID 1
 # parses this on every sandbox run and its start-up is on each run's path (issue 3).
@@ -163,10 +164,12 @@ def _reject_constant(name: str) -> Any:
 
 def _load(text: str) -> Any:
     try:
-        return json.loads(
+        return fastjson.loads(
             text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant
         )
-    except json.JSONDecodeError as error:
+    except ConfigError:
+        raise
+    except ValueError as error:
         raise ConfigError(f"not JSON: {error}") from error
 
 
@@ -226,7 +229,7 @@ def _argv(value: Any) -> list[str]:
 def read_nonce(text: str) -> str | None:
     """The config's nonce if it can be read at all, so a refusal can still be tagged."""
     try:
-        value = json.loads(text)
+        value = fastjson.loads(text)
     except ValueError:
         return None
     nonce = value.get("nonce") if isinstance(value, dict) else None

@@ -7,9 +7,7 @@ wrapper's) are not one object and are refused.
 
 from __future__ import annotations
 
-import json
-
-from sandbox_supervisor import protocol
+from sandbox_supervisor import fastjson, protocol
 
 TYPE_CHECKING = False  # typing is not imported at run time: PID 1 start-up (issue 3)
 if TYPE_CHECKING:
@@ -27,7 +25,7 @@ def parse_runner_report(data: bytes, *, overflow: bool) -> tuple[dict[str, Any] 
     if not data:
         return None, "no runner report on fd 3"
     try:
-        value = json.loads(data.decode("utf-8"))
+        value = fastjson.loads(data.decode("utf-8"))
     except ValueError as error:
         return None, f"runner report is not one JSON object: {error}"[:300]
     if not isinstance(value, dict) or value.keys() != REPORT_KEYS:

@@ -25,8 +25,12 @@ HEAVY = (
     "selectors",
     "signal",
     "collections.abc",
+    "json",
+    "re",
+    "enum",
 )
-"""Each cost 10-27 ms of PID 1's start-up inside the container before issue 3."""
+"""Each cost 10-27 ms of PID 1's start-up inside the container before issue 3 (json
+through re, enum and functools: see ``fastjson``)."""
 
 
 def _python(code: str) -> subprocess.CompletedProcess[str]:
