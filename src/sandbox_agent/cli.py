@@ -17,6 +17,12 @@ from types import ModuleType
 
 from sandbox_agent.errors import SetupError, UsageError
 
+DESCRIPTION = (
+    "A coding agent whose tool use, test execution and spend are contained and verified "
+    "by a trusted controller. Exit codes: 0 success, 1 a finished run that did not "
+    "succeed, 2 a usage or set-up error."
+)
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -52,7 +58,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         only: add the arguments of this subcommand alone (the others keep their help
             line), so one command's start-up does not pay for another's imports.
     """
-    parser = _Parser(prog="sandbox-agent", description=__doc__.splitlines()[0] if __doc__ else "")
+    parser = _Parser(prog="sandbox-agent", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name in COMMANDS:
