@@ -17,7 +17,6 @@ from sandbox_agent.ledger.meter import (
     Failure,
     Meter,
     TokenCounts,
-    estimate_input_tokens,
     read_answer,
     status_failure,
     token_counts,
@@ -26,7 +25,11 @@ from sandbox_agent.ledger.meter import (
 )
 from sandbox_agent.providers.base import ModelReply, ModelRequest, Provider, ProviderOptions
 from sandbox_agent.providers.gate import KEY_ENV
-from sandbox_agent.providers.metered import DEFAULT_REQUEST_TIMEOUT_SECONDS, open_meter, reply_from
+from sandbox_agent.providers.metered import (
+    DEFAULT_REQUEST_TIMEOUT_SECONDS,
+    open_meter,
+    send_metered,
+)
 from sandbox_agent.providers.tooldefs import (
     anthropic_tools,
     past_call,
@@ -145,14 +148,14 @@ class AnthropicProvider(Provider):
             # use, and a turn without a tool call is counted by the controller anyway.
             "tool_choice": {"type": "auto", "disable_parallel_tool_use": True},
         }
-        metered = self._meter.call(
+        return send_metered(
+            self._meter,
             lambda: read(self._client.messages.create(**params)),
-            input_tokens=estimate_input_tokens(params),
+            params,
+            model=self._model,
             max_output_tokens=self._max_output_tokens,
             classify=classify,
-            usage_of=lambda answer: answer.usage,
         )
-        return reply_from(metered, self._model)
 
 
 def create(options: ProviderOptions) -> Provider:

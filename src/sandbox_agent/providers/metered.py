@@ -7,10 +7,18 @@ into a ``ModelReply`` are the same, and live here once.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from sandbox_agent.ledger.meter import Answer, Meter, Metered, limits_from_options
+from sandbox_agent.ledger.meter import (
+    Answer,
+    Failure,
+    Meter,
+    Metered,
+    estimate_input_tokens,
+    limits_from_options,
+)
 from sandbox_agent.ledger.prices import price_for
 from sandbox_agent.ledger.store import Ledger
 from sandbox_agent.providers.base import ModelReply, ProviderOptions
@@ -47,8 +55,33 @@ def open_meter(
     return passed, meter
 
 
-def reply_from(metered: Metered[Answer], model: str) -> ModelReply:
-    """The controller's view of one metered answer: raw text, usage, and what to note."""
+def send_metered(
+    meter: Meter,
+    send: Callable[[], Answer],
+    params: dict[str, Any],
+    *,
+    model: str,
+    max_output_tokens: int,
+    classify: Callable[[Exception], Failure | None],
+) -> ModelReply:
+    """Send one request through the ledger (reserve, retry, settle); the controller's view.
+
+    Raises:
+        BudgetExhausted: a reservation (first attempt or retry) would exceed a budget.
+        InfrastructureError: the request failed for good; the message names no secret.
+    """
+    metered = meter.call(
+        send,
+        input_tokens=estimate_input_tokens(params),
+        max_output_tokens=max_output_tokens,
+        classify=classify,
+        usage_of=lambda answer: answer.usage,
+    )
+    return _reply_from(metered, model)
+
+
+def _reply_from(metered: Metered[Answer], model: str) -> ModelReply:
+    """Raw text, usage, and what to note (retries included)."""
     answer = metered.response
     notes = answer.notes
     if metered.attempts > 1:
