@@ -4,6 +4,11 @@ For a tiny 3-test unittest suite, on each runtime: the median of each phase of t
 verified run (create, verify, start, attest, run, remove), against (a) the same
 ``python3 -m unittest`` run bare on the host and (b) a raw, unverified Docker
 create+start+wait+rm of the same command, same image, same limits.
+
+Two workloads: ``python3 -m unittest -q`` (any argv: PID 1 forks and execs it) and the
+trusted runner wrapper that every ``run_tests`` call runs (PID 1 runs it in its forked
+interpreter, ``launch`` = ``fork``). Each is compared with a raw Docker run of exactly
+the same command.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ class Tiny(unittest.TestCase):
     def test_three(self): self.assertIn(1, [1])
 """
 ARGV = ("python3", "-m", "unittest", "-q")
+RUNNER = ("/usr/bin/python3", "-I", "-B", "-m", "sandbox_supervisor.run_tests", "unittest")
+WORKLOADS = {"python3 -m unittest (exec)": ARGV, "trusted runner (fork)": RUNNER}
 BARE_ARGV = ("/usr/bin/python3", "-m", "unittest", "-q")
 """The host's own Debian python3, not a version-manager shim whose start-up is a shell script."""
 PHASES = ("create", "verify", "start", "attest", "run", "remove")
@@ -39,7 +46,9 @@ def _bare(workspace: Path) -> float:
     return (time.monotonic() - started) * 1000
 
 
-def _raw_docker(api: Any, image_id: str, workspace: Path, runtime: str) -> float:
+def _raw_docker(
+    api: Any, image_id: str, workspace: Path, runtime: str, argv: tuple[str, ...]
+) -> float:
     from sandbox_agent.sandbox.base import SandboxLimits
 
     limits = SandboxLimits()
@@ -56,7 +65,7 @@ def _raw_docker(api: Any, image_id: str, workspace: Path, runtime: str) -> float
         "CapDrop": ["ALL"],
         "LogConfig": {"Type": "none", "Config": {}},
     }
-    body = {"Image": image_id, "Cmd": list(ARGV), "User": "10001:10001", "HostConfig": host}
+    body = {"Image": image_id, "Cmd": list(argv), "User": "10001:10001", "HostConfig": host}
     body["WorkingDir"] = "/workspace"
     started = time.monotonic()
     container = api.create_container_from_config(body)["Id"]
@@ -77,7 +86,6 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--runtime", action="append", choices=("runc", "runsc"))
     args = parser.parse_args(argv)
     from sandbox_agent.hostsetup.image import ensure
-    from sandbox_agent.sandbox.base import SandboxRequest
     from sandbox_agent.sandbox.docker_backend import DockerBackend
 
     backend = DockerBackend(image_id=ensure().image_id)
@@ -88,25 +96,38 @@ def main(argv: list[str]) -> int:
     bare = _median([_bare(workspace) for _ in range(args.runs)])
     print(f"bare host python3 -m unittest: {bare} ms (median of {args.runs})")
     for runtime in args.runtime or ["runc", "runsc"]:
-        raw: list[float] = []
-        total: list[float] = []
-        phases: dict[str, list[float]] = {name: [] for name in PHASES}
-        request = SandboxRequest(argv=ARGV, workspace=workspace, runtime=runtime)  # type: ignore[arg-type]
-        backend.run(request)  # warm-up
-        for _ in range(args.runs):  # interleaved, so drift hits both sides alike
-            raw.append(_raw_docker(backend.api, backend.image_id, workspace, runtime))
-            started = time.monotonic()
-            result = backend.run(request)
-            total.append((time.monotonic() - started) * 1000)
-            if result.status != "completed":
-                print(f"{runtime}: run not completed: {result.reason}", file=sys.stderr)
-                return 1
-            for name in PHASES:
-                phases[name].append(result.phase_ms.get(name, 0.0))
-        raw_m, total_m = _median(raw), _median(total)
-        print(f"\n{runtime}: raw docker {raw_m} ms, verified {total_m} ms")
-        print("  phases (median ms): " + ", ".join(f"{n} {_median(phases[n])}" for n in PHASES))
-        print(f"  verified / raw docker: {total_m / raw_m:.2f}x (target <= 1.15x)")
-        print(f"  verified / bare host:  {total_m / bare:.2f}x")
+        for label, command in WORKLOADS.items():
+            code = _compare(backend, workspace, runtime, label, command, args.runs)
+            if code:
+                return code
     backend.close()
+    return 0
+
+
+def _compare(
+    backend: Any, workspace: Path, runtime: str, label: str, argv: tuple[str, ...], runs: int
+) -> int:
+    """One workload on one runtime: raw Docker and verified runs, interleaved."""
+    from sandbox_agent.sandbox.base import SandboxRequest
+
+    raw: list[float] = []
+    total: list[float] = []
+    phases: dict[str, list[float]] = {name: [] for name in PHASES}
+    request = SandboxRequest(argv=argv, workspace=workspace, runtime=runtime)  # type: ignore[arg-type]
+    backend.run(request)  # warm-up
+    _raw_docker(backend.api, backend.image_id, workspace, runtime, argv)
+    for _ in range(runs):  # interleaved, so drift hits both sides alike
+        raw.append(_raw_docker(backend.api, backend.image_id, workspace, runtime, argv))
+        started = time.monotonic()
+        result = backend.run(request)
+        total.append((time.monotonic() - started) * 1000)
+        if result.status != "completed":
+            print(f"{runtime}: run not completed: {result.reason}", file=sys.stderr)
+            return 1
+        for name in PHASES:
+            phases[name].append(result.phase_ms.get(name, 0.0))
+    raw_m, total_m = _median(raw), _median(total)
+    print(f"\n{runtime}, {label}: raw docker {raw_m} ms, verified {total_m} ms")
+    print("  phases (median ms): " + ", ".join(f"{n} {_median(phases[n])}" for n in PHASES))
+    print(f"  verified / raw docker: {total_m / raw_m:.2f}x (target <= 1.15x)")
     return 0

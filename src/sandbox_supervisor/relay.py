@@ -16,16 +16,17 @@ import fcntl
 import math
 import os
 import select
+import sys
 import time
 
-from sandbox_supervisor import protocol, reaper, wire
+from sandbox_supervisor import launch, protocol, reaper, wire
 from sandbox_supervisor.runner_report import parse_runner_report
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import signal as _signal
     from collections.abc import Callable
-    from typing import Any
+    from typing import Any, NoReturn
 
     from sandbox_supervisor.config import Config
 else:
@@ -70,8 +71,13 @@ class _Run:
         self.report_overflow = False
 
 
-def _exec_workload(config: Config, stdout_w: int, stderr_w: int, report_w: int) -> None:
-    """In the forked child: become the workload, or exit 127 saying why on stderr."""
+def _become_workload(
+    config: Config, stdout_w: int, stderr_w: int, report_w: int, *, fork_only: bool
+) -> NoReturn:
+    """In the forked child: become the workload, or exit 127 saying why on stderr.
+
+    ``fork_only``: the trusted runner, run in this interpreter (``launch``), not exec'd.
+    """
     try:
         os.setsid()
         sources = [os.open(os.devnull, os.O_RDONLY), stdout_w, stderr_w, report_w]
@@ -80,9 +86,11 @@ def _exec_workload(config: Config, stdout_w: int, stderr_w: int, report_w: int) 
         for target, fd in enumerate(high):
             os.dup2(fd, target, inheritable=True)
         os.closerange(protocol.RUNNER_REPORT_FD + 1, os.sysconf("SC_OPEN_MAX"))
+        os.chdir(config.cwd)
+        if fork_only:
+            launch.run_in_process(config)
         for signum in (_signal.SIGPIPE, _signal.SIGXFSZ):
             _signal.signal(signum, _signal.SIG_DFL)  # Python ignores these; exec keeps ignores
-        os.chdir(config.cwd)
         os.execvpe(config.argv[0], config.argv, config.workload_env)  # noqa: S606
     except BaseException as error:
         message = f"sandbox_supervisor: cannot run {config.argv[0]!r}: {error}\n"
@@ -121,11 +129,16 @@ class Relay:
     def run(self) -> dict[str, Any]:
         """Fork, relay and reap; the fields of the exit report (without type, v, nonce)."""
         oom_before = self._read_oom()
+        fork_only = launch.in_process(self._config.argv)
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()  # nothing buffered in PID 1 may reach the child's copy
         pipes = [os.pipe() for _ in range(3)]
         start = time.monotonic()
         pid = os.fork()
         if pid == 0:
-            _exec_workload(self._config, pipes[0][1], pipes[1][1], pipes[2][1])
+            _become_workload(
+                self._config, pipes[0][1], pipes[1][1], pipes[2][1], fork_only=fork_only
+            )
         for (read_end, write_end), kind in zip(
             pipes, (protocol.KIND_STDOUT, protocol.KIND_STDERR, None), strict=True
         ):
@@ -146,6 +159,7 @@ class Relay:
         report, report_error = parse_runner_report(bytes(run.report), overflow=run.report_overflow)
         delta = None if oom_before is None or oom_after is None else oom_after - oom_before
         return {
+            "launch": "fork" if fork_only else "exec",
             "exit_code": exit_code,
             "signal": signum,
             "timed_out": run.timed_out,

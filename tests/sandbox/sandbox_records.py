@@ -28,6 +28,7 @@ def exit_report(nonce: str = NONCE, **changes: Any) -> dict[str, Any]:
         "type": "exit",
         "v": 1,
         "nonce": nonce,
+        "launch": "fork",
         "exit_code": 0,
         "signal": None,
         "timed_out": False,

@@ -13,17 +13,13 @@ from typing import Literal, NamedTuple
 
 from sandbox_agent.errors import ToolDenied
 from sandbox_agent.policy import denials
+from sandbox_supervisor.launch import RUNNER_ARGV
 
 RunnerName = Literal["unittest", "pytest"]
 RUNNER_NAMES: tuple[RunnerName, ...] = ("unittest", "pytest")
 
-WRAPPER_ARGV: tuple[str, ...] = (
-    "/usr/bin/python3",
-    "-I",
-    "-B",
-    "-m",
-    "sandbox_supervisor.run_tests",
-)
+WRAPPER_ARGV: tuple[str, ...] = RUNNER_ARGV
+"""PID 1 recognises exactly this prefix and runs the wrapper in its forked interpreter."""
 
 COMMAND_ALLOWLIST: dict[str, tuple[str, ...]] = {
     "unittest": (*WRAPPER_ARGV, "unittest"),

@@ -132,6 +132,8 @@ class SandboxResult(BaseModel):
     attested: bool = False
     exit_report_valid: bool = False
     exit_code: int | None = None
+    launch: Literal["exec", "fork"] | None = None
+    """From the exit report: ``fork`` when the trusted runner ran in PID 1's forked interpreter."""
     """The workload's exit code (128+N for signal N), from an exit report Docker agrees with."""
     output: bytes = b""
     """The workload's output, at most the output budget."""

@@ -67,6 +67,8 @@ class ExitReport(BaseModel):
     type: Literal["exit"]
     v: int
     nonce: str
+    launch: Literal["exec", "fork"]
+    """``fork``: the trusted runner ran in PID 1's forked interpreter, not exec'd."""
     exit_code: int
     signal: int | None
     timed_out: bool

@@ -154,6 +154,7 @@ def wait_for_exit(api: Any, started: StartedSandbox, cancel: CancelToken) -> San
         attested=reader.attested,
         exit_report_valid=verdict.exit_report_valid,
         exit_code=report.exit_code if report else None,
+        launch=report.launch if report else None,
         output=bytes(reader.output),
         output_truncated=report.output_truncated if report else False,
         runner_report=reader.runner_report if report else None,

@@ -7,6 +7,7 @@ asserted as gaps, so closing one makes its test fail until the list is updated.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -132,6 +133,81 @@ def test_a_test_suite_completes_attested_with_the_runner_report(
     assert result.attestation_sha256
     assert result.exit_report_sha256
     assert set(result.phase_ms) == {"create", "verify", "start", "attest", "run", "remove"}
+    assert result.launch == "fork"  # PID 1's own interpreter ran the trusted runner
+
+
+FORKED_PROBE = """
+import ctypes, json, os, signal, sys, unittest
+
+class Probe(unittest.TestCase):
+    def test_probe(self):
+        libc = ctypes.CDLL(None, use_errno=True)
+        def denied(action):
+            try:
+                action()
+                return False
+            except OSError:
+                return True
+        facts = {
+            "ids": [os.getuid(), os.geteuid(), os.getgid(), os.getegid()],
+            "env": dict(os.environ),
+            "fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd")),
+            "environ_denied": denied(lambda: open("/proc/1/environ", "rb").read()),
+            "mem_denied": denied(lambda: open("/proc/1/mem", "rb").read(1)),
+            "ptrace_denied": libc.ptrace(16, 1, 0, 0) == -1,
+            "dumpable": libc.prctl(3, 0, 0, 0, 0),
+            "sigint": signal.getsignal(signal.SIGINT) is signal.default_int_handler,
+            "leader": os.getpgid(0) == os.getpid() == os.getsid(0),
+            "pid": os.getpid(),
+            "ppid": os.getppid(),
+        }
+        print("FACTS " + json.dumps(facts))
+"""
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_the_forked_runner_is_as_contained_as_an_exec_d_one(
+    backend: DockerBackend, runtime: str
+) -> None:
+    """PID 1 runs the trusted runner in its forked interpreter (``launch``): the tests in
+    it must see exactly the identity, environment, descriptors and denials that an
+    exec'd workload sees, and a forged frame from it must stay data."""
+    root = Path(tempfile.mkdtemp(prefix="sandbox-forked-"))
+    root.chmod(0o755)
+    (root / "test_probe.py").write_text(FORKED_PROBE)
+    try:
+        request = SandboxRequest(
+            argv=("/usr/bin/python3", "-I", "-B", "-m", "sandbox_supervisor.run_tests", "unittest"),
+            workspace=root,
+            runtime=runtime,  # type: ignore[arg-type]
+            limits=FAST,
+        )
+        result = backend.run(request)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    assert result.status == "completed", result.reason
+    assert (result.launch, result.exit_code) == ("fork", 0), result.output
+    assert result.runner_report is not None
+    assert result.runner_report.tests_run == 1
+    (line,) = [x for x in result.output.decode().splitlines() if x.startswith("FACTS ")]
+    facts = json.loads(line.removeprefix("FACTS "))
+    assert facts["ids"] == [10001] * 4
+    assert facts["env"] == {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/tmp",
+        "LANG": "C.UTF-8",
+    }  # the workload's own environment: PID 1's (with HOSTNAME) is not inherited
+    assert facts["fds"][:3] == [0, 1, 2]
+    assert len(facts["fds"]) == 5
+    if "proc1_environ_readable" not in KNOWN_GAPS[runtime]:
+        assert facts["environ_denied"]
+    assert facts["mem_denied"]
+    assert facts["ptrace_denied"]
+    assert facts["dumpable"] == 1
+    assert facts["sigint"]
+    assert facts["leader"]
+    assert facts["ppid"] == 1
+    assert facts["pid"] != 1
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
