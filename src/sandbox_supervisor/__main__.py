@@ -1,7 +1,8 @@
 """PID 1: ``/usr/bin/python3 -I -S -B -m sandbox_supervisor CONFIG_JSON``.
 
 Order: undumpable, no signal handler, parse the config, attest, write ``A``; only
-when every check passed, fork the workload and relay; write ``X`` last; exit with
+when every check passed and the host then sent its go (``protocol.GO`` on stdin,
+within ``go_timeout_s``), fork the workload and relay; write ``X`` last; exit with
 the workload's exit code. Exit codes of PID 1 itself, meaningful only when no ``X``
 frame was written: ``EXIT_REFUSED`` (125) for a bad config or a failed attestation,
 ``EXIT_SUPERVISOR_ERROR`` (126) for PID 1's own crash (text on stderr).
@@ -15,8 +16,11 @@ from __future__ import annotations
 # ``traceback`` only when PID 1 crashes, no pathlib/typing/dataclasses anywhere on
 # this path. tests/supervisor/test_supervisor_imports.py keeps the set small.
 import ctypes
+import math
 import os
+import select
 import sys
+import time
 
 from sandbox_supervisor import attest, cgroup, protocol, wire
 from sandbox_supervisor.config import PROTOCOL_VERSION, ConfigError, parse_config
@@ -72,11 +76,12 @@ def supervise(
     *,
     attester: Attester | None = None,
     read_oom: Callable[[], int | None] = lambda: cgroup.oom_kills(CGROUP_ROOT),
+    go_fd: int = 0,
 ) -> int:
     """Everything after process set-up: returns PID 1's exit code.
 
-    ``attester`` and ``read_oom`` are parameters so the host tests can run the
-    relay and the framing for real without being PID 1 of a container.
+    ``attester``, ``read_oom`` and ``go_fd`` are parameters so the host tests can run
+    the relay and the framing for real without being PID 1 of a container.
 
     Raises:
         OSError: writing to ``out_fd`` failed (the host went away).
@@ -95,10 +100,34 @@ def supervise(
     wire.write_record(out_fd, protocol.KIND_ATTESTATION, record)
     if not record["ok"]:
         return EXIT_REFUSED
+    why = await_go(go_fd, config.go_timeout_s)
+    if why is not None:
+        print(f"sandbox_supervisor: no go from the host ({why}); nothing was run", file=sys.stderr)
+        return EXIT_REFUSED
     fields = Relay(config, out_fd, read_oom=read_oom).run()
     exit_record = {"type": "exit", "v": PROTOCOL_VERSION, "nonce": config.nonce, **fields}
     wire.write_record(out_fd, protocol.KIND_EXIT, exit_record)
     return int(fields["exit_code"])
+
+
+def await_go(fd: int, timeout_s: float) -> str | None:
+    """Wait for the host's go on ``fd``: ``None`` once it came, else why it did not."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return f"none within {timeout_s:g} s"
+        if poller.poll(math.ceil(left * 1000)):
+            break
+    try:
+        data = os.read(fd, len(protocol.GO))
+    except OSError as error:
+        return f"stdin unreadable: {error.strerror}"
+    if data == protocol.GO:
+        return None
+    return "stdin closed" if not data else f"unexpected byte {data[:1]!r}"
 
 
 def main(argv: list[str] | None = None) -> int:

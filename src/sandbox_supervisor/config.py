@@ -31,6 +31,7 @@ TOP_KEYS = frozenset(
         "deadline_s",
         "kill_grace_s",
         "output_budget",
+        "go_timeout_s",
         "expect",
     }
 )
@@ -127,6 +128,7 @@ class Config(_Record):
         "cwd",
         "deadline_s",
         "expect",
+        "go_timeout_s",
         "kill_grace_s",
         "nonce",
         "output_budget",
@@ -141,6 +143,8 @@ class Config(_Record):
     deadline_s: float
     kill_grace_s: float
     output_budget: int
+    go_timeout_s: float
+    """How long PID 1 waits, after its attestation, for the host's go (then forks nothing)."""
     expect: Expect
 
 
@@ -277,5 +281,6 @@ def parse_config(text: str) -> Config:
         deadline_s=_float(top["deadline_s"], "deadline_s", positive=True),
         kill_grace_s=_float(top["kill_grace_s"], "kill_grace_s", positive=False),
         output_budget=_int(top["output_budget"], "output_budget"),
+        go_timeout_s=_float(top["go_timeout_s"], "go_timeout_s", positive=True),
         expect=expect,
     )

@@ -38,6 +38,13 @@ HEADER = struct.Struct(">cI")
 MAX_FRAME_PAYLOAD = 64 * 1024
 """No frame is longer; a longer length field is a framing error."""
 
+GO = b"G"
+"""The one byte the host writes on PID 1's stdin once it has accepted the attestation.
+
+PID 1 forks nothing before it: not when its own checks fail, not when the host's check
+of the record fails (the host then closes stdin), not when the host keeps the container
+ready for later (a pre-started sandbox) and then discards it."""
+
 RUNNER_REPORT_FD = 3
 """The workload's fd on which the trusted runner wrapper writes its structured report."""
 

@@ -36,6 +36,7 @@ def valid_config(**overrides: Any) -> dict[str, Any]:
         "deadline_s": 30.0,
         "kill_grace_s": 1.0,
         "output_budget": MiB,
+        "go_timeout_s": 30.0,
         "expect": {
             "uid": 10001,
             "gid": 10001,
@@ -94,10 +95,20 @@ def run_supervised(
         workload_env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp"},
         **overrides,
     )
+    go_read, go_write = os.pipe()
+    os.write(go_write, protocol.GO)  # the host's go, as after its own check of the record
     with tempfile.TemporaryFile() as out:
-        exit_code = supervise(
-            json.dumps(config), out.fileno(), attester=attester, read_oom=lambda: None
-        )
+        try:
+            exit_code = supervise(
+                json.dumps(config),
+                out.fileno(),
+                attester=attester,
+                read_oom=lambda: None,
+                go_fd=go_read,
+            )
+        finally:
+            os.close(go_read)
+            os.close(go_write)
         out.seek(0)
         decoder = protocol.FrameDecoder()
         frames = list(decoder.feed(out.read()))

@@ -76,6 +76,7 @@ def _pid1(workspace: Path, args: list[str], argv: list[str] | None = None) -> di
         "deadline_s": 20.0,
         "kill_grace_s": 1.0,
         "output_budget": 1 << 20,
+        "go_timeout_s": 30.0,
         "expect": {
             "uid": 10001,
             "gid": 10001,
@@ -92,6 +93,7 @@ def _pid1(workspace: Path, args: list[str], argv: list[str] | None = None) -> di
     }
     done = subprocess.run(
         [PYTHON, "-I", "-S", "-B", "-c", PID1, json.dumps(config)],
+        input=protocol.GO,  # the host's go on PID 1's stdin
         capture_output=True,
         timeout=60,
         check=False,

@@ -1,8 +1,10 @@
-"""PID 1's output through Docker's attach socket, opened before start so nothing is missed.
+"""PID 1's stdin and output through Docker's attach socket, opened before start.
 
 The socket is the raw, hijacked connection under the SDK's HTTP response (we attach
 before the container starts, so no payload byte can sit in the HTTP reader's buffer).
 Reads wait at most ``poll_s``, so the caller checks cancellation and its deadline often.
+The one thing the host ever writes is the go byte (``protocol.GO``), after which it
+closes its sending side: with ``StdinOnce`` Docker then closes PID 1's stdin for good.
 """
 
 from __future__ import annotations
@@ -10,8 +12,10 @@ from __future__ import annotations
 import socket
 from typing import Any
 
+from sandbox_supervisor.protocol import GO
+
 RECV_BYTES = 65536
-ATTACH_PARAMS = {"stdout": 1, "stderr": 1, "stream": 1, "logs": 0}
+ATTACH_PARAMS = {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1, "logs": 0}
 
 
 class AttachedStream:
@@ -36,6 +40,22 @@ class AttachedStream:
             return None
         except OSError:
             return b""
+
+    def send_go(self) -> bool:
+        """Write the go byte and close stdin; False if the connection is gone."""
+        try:
+            self._sock.sendall(GO)
+        except OSError:
+            return False
+        return self.close_stdin()
+
+    def close_stdin(self) -> bool:
+        """Close the sending side (PID 1 reads EOF: it runs nothing); False if gone."""
+        try:
+            self._sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            return False
+        return True
 
     def close(self) -> None:
         """Close the connection (safe to call twice)."""

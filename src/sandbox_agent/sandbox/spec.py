@@ -29,6 +29,9 @@ LOG_DRIVER = "none"
 """PID 1's frames are read through attach; nothing needs to be kept in a log file."""
 KILL_GRACE_S = 1.0
 """PID 1 sends SIGKILL this long after SIGTERM at its deadline."""
+GO_TIMEOUT_S = 300.0
+"""How long PID 1 waits after its attestation for the host's go, then exits having run
+nothing: the longest a pre-started sandbox can stay ready (``warm``)."""
 NO_NEW_PRIVILEGES = "no-new-privileges:true"
 SUPERVISOR_COMMAND = ("/usr/bin/python3", "-I", "-S", "-B", "-m", "sandbox_supervisor")
 BASE_ENV: tuple[tuple[str, str], ...] = (
@@ -92,8 +95,9 @@ class ContainerSpec(BaseModel):
             "Config.WorkingDir": WORKSPACE_TARGET,
             "Config.Labels": dict(self.labels),
             "Config.Tty": False,
-            "Config.OpenStdin": False,
-            "Config.AttachStdin": False,
+            "Config.OpenStdin": True,  # the host's go arrives on PID 1's stdin
+            "Config.StdinOnce": True,  # closed for good when the host closes its side
+            "Config.AttachStdin": True,
             "Config.AttachStdout": True,
             "Config.AttachStderr": True,
             "Config.ExposedPorts": None,
@@ -159,7 +163,9 @@ class ContainerSpec(BaseModel):
         return hashlib.sha256(canonical_json(self.model_dump(mode="json"))).hexdigest()
 
 
-def supervisor_config(request: SandboxRequest, nonce: str) -> dict[str, Any]:
+def supervisor_config(
+    request: SandboxRequest, nonce: str, go_timeout_s: float = GO_TIMEOUT_S
+) -> dict[str, Any]:
     """PID 1's config (docs/SANDBOX_PROTOCOL.md): the argv element after the module name."""
     limits = request.limits
     container_env = dict(BASE_ENV)
@@ -173,6 +179,7 @@ def supervisor_config(request: SandboxRequest, nonce: str) -> dict[str, Any]:
         "deadline_s": limits.timeout_s,
         "kill_grace_s": KILL_GRACE_S,
         "output_budget": limits.output_budget_bytes,
+        "go_timeout_s": go_timeout_s,
         "expect": {
             "uid": SANDBOX_UID,
             "gid": SANDBOX_UID,
@@ -189,14 +196,21 @@ def supervisor_config(request: SandboxRequest, nonce: str) -> dict[str, Any]:
     }
 
 
-def build_spec(request: SandboxRequest, image_id: str, nonce: str, owner: str) -> ContainerSpec:
+def build_spec(
+    request: SandboxRequest,
+    image_id: str,
+    nonce: str,
+    owner: str,
+    *,
+    go_timeout_s: float = GO_TIMEOUT_S,
+) -> ContainerSpec:
     """The spec of the container that runs ``request``.
 
     Raises:
         SetupError: the pinned seccomp profile is missing or was changed.
     """
     limits = request.limits
-    config = canonical_json(supervisor_config(request, nonce)).decode()
+    config = canonical_json(supervisor_config(request, nonce, go_timeout_s)).decode()
     labels = {**request.labels, LABEL_SANDBOX: "1", LABEL_OWNER: owner}
     return ContainerSpec(
         image_id=image_id,

@@ -9,7 +9,7 @@ container. Memory stays bounded: one Docker header, one frame, output up to the 
 from __future__ import annotations
 
 import time
-from typing import Any, NamedTuple
+from typing import Any
 
 from sandbox_agent.errors import DockerUnavailable
 from sandbox_agent.sandbox import cleanup
@@ -35,13 +35,28 @@ EXIT_WAIT_S = 10.0
 
 
 class StartedSandbox:
-    """A container whose PID 1 runs, and the attach stream its frames arrive on."""
+    """A container whose PID 1 runs, the attach stream its frames arrive on, and what
+    has been read from it so far (a pre-started sandbox is read up to its attestation)."""
 
     def __init__(self, prepared: PreparedSandbox, stream: AttachedStream) -> None:
         self.prepared = prepared
         self.stream = stream
         self.phase_ms: dict[str, float] = dict(prepared.phase_ms)
         self.started_at = time.monotonic()
+        request = prepared.request
+        self.reader = FrameReader(
+            prepared.nonce, request.runtime, request.limits.output_budget_bytes
+        )
+        self.demux = DockerStreamDemux()
+        self.pid1_stderr = bytearray()
+        self.attest_ms: float | None = None
+        self.go_at: float | None = None
+        """When the host sent its go: the workload's clock starts here."""
+        self.go_decided = False
+        self.killed_at: float | None = None
+        self.kill_failure: str | None = None
+        self.cancelled = False
+        self.host_timeout = False
 
     @classmethod
     def attach(cls, api: Any, prepared: PreparedSandbox) -> StartedSandbox:
@@ -53,58 +68,81 @@ class StartedSandbox:
         return cls(prepared, AttachedStream(api, prepared.container_id))
 
     def mark_started(self, phase_ms: dict[str, float]) -> None:
-        """Record the phases so far; the run's clock starts now."""
+        """Record the phases so far; the start-up clock starts now."""
         self.phase_ms = dict(phase_ms)
         self.started_at = time.monotonic()
+
+    @property
+    def ready(self) -> bool:
+        """Attested by PID 1 and accepted by the host, go not yet sent (pre-started)."""
+        return self.reader.attested and not self.go_decided and self.killed_at is None
+
+    def go(self) -> None:
+        """Send the go: PID 1 forks the workload now."""
+        self.go_decided = True
+        self.go_at = time.monotonic()
+        self.stream.send_go()
+
+    def withhold(self) -> None:
+        """Never send the go: PID 1 reads EOF and exits having run nothing."""
+        self.go_decided = True
+        self.stream.close_stdin()
 
     def close(self) -> None:
         self.stream.close()
 
 
-class _ReadOutcome(NamedTuple):
-    host_timeout: bool
-    cancelled: bool
-    kill_failure: str | None
-    attest_ms: float | None
-    pid1_stderr: bytes
+def _host_deadline(started: StartedSandbox) -> float:
+    limits = started.prepared.request.limits
+    clock = started.go_at if started.go_at is not None else started.started_at
+    return clock + limits.timeout_s + KILL_GRACE_S + HOST_DEADLINE_MARGIN_S
 
 
-def _read_frames(
-    api: Any, started: StartedSandbox, cancel: CancelToken, reader: FrameReader
-) -> _ReadOutcome:
-    """Feed the attach stream to ``reader`` until it ends; kill on cancel, deadline, bad frames."""
+def read_frames(
+    api: Any, started: StartedSandbox, cancel: CancelToken, *, hold: bool = False
+) -> None:
+    """Feed the attach stream to the reader until it ends; kill on cancel, deadline, bad frames.
+
+    At the attestation the host decides: a valid one gets the go, any other closes
+    PID 1's stdin. With ``hold``, a valid one returns instead, go not sent (the sandbox
+    is then ``ready``, to be resumed by a later call without ``hold``).
+    """
     prepared = started.prepared
-    limits = prepared.request.limits
-    demux = DockerStreamDemux()
-    pid1_stderr = bytearray()
-    host_deadline = started.started_at + limits.timeout_s + KILL_GRACE_S + HOST_DEADLINE_MARGIN_S
-    killed_at: float | None = None
-    host_timeout = cancelled = False
-    kill_failure: str | None = None
-    attest_ms: float | None = None
+    reader = started.reader
+    if started.ready and not hold:
+        if cancel.cancelled:
+            started.withhold()
+        else:
+            started.go()
     while True:
         now = time.monotonic()
-        if killed_at is None:
-            cancelled = cancel.cancelled
-            host_timeout = not cancelled and now >= host_deadline
-            if cancelled or host_timeout or reader.framing_error is not None:
-                kill_failure = cleanup.kill(api, prepared.container_id)
-                killed_at = now
-        elif now - killed_at > DRAIN_AFTER_KILL_S:
-            break
+        if started.killed_at is None:
+            started.cancelled = cancel.cancelled
+            started.host_timeout = not started.cancelled and now >= _host_deadline(started)
+            if started.cancelled or started.host_timeout or reader.framing_error is not None:
+                started.kill_failure = cleanup.kill(api, prepared.container_id)
+                started.killed_at = now
+        elif now - started.killed_at > DRAIN_AFTER_KILL_S:
+            return
         data = started.stream.recv(POLL_S)
         if data is None:
             continue
         if not data:
-            break
-        for stream_id, piece in demux.feed(data):
+            return
+        for stream_id, piece in started.demux.feed(data):
             if stream_id == DOCKER_STDOUT:
                 reader.feed(piece)
-            elif len(pid1_stderr) < MAX_PID1_STDERR:
-                pid1_stderr.extend(piece[: MAX_PID1_STDERR - len(pid1_stderr)])
-        if attest_ms is None and reader.attestation_seen:
-            attest_ms = elapsed_ms(started.started_at)
-    return _ReadOutcome(host_timeout, cancelled, kill_failure, attest_ms, bytes(pid1_stderr))
+            elif len(started.pid1_stderr) < MAX_PID1_STDERR:
+                room = MAX_PID1_STDERR - len(started.pid1_stderr)
+                started.pid1_stderr.extend(piece[:room])
+        if reader.attestation_seen and not started.go_decided and started.killed_at is None:
+            started.attest_ms = elapsed_ms(started.started_at)
+            if not reader.attested:
+                started.withhold()
+            elif hold:
+                return
+            else:
+                started.go()
 
 
 def wait_for_exit(api: Any, started: StartedSandbox, cancel: CancelToken) -> SandboxResult:
@@ -115,23 +153,22 @@ def wait_for_exit(api: Any, started: StartedSandbox, cancel: CancelToken) -> San
     """
     prepared = started.prepared
     request = prepared.request
-    reader = FrameReader(prepared.nonce, request.runtime, request.limits.output_budget_bytes)
-    outcome = _read_frames(api, started, cancel, reader)
-    attest_ms, kill_failure, pid1_stderr = (
-        outcome.attest_ms,
-        outcome.kill_failure,
-        outcome.pid1_stderr,
-    )
+    read_frames(api, started, cancel)
+    reader = started.reader
     reader.finish()
-    run_ms = elapsed_ms(started.started_at)
+    ended = time.monotonic()
     phase_ms = started.phase_ms
-    phase_ms["attest"] = attest_ms if attest_ms is not None else run_ms
-    phase_ms["run"] = round(run_ms - phase_ms["attest"], 2)
+    if started.go_at is None:  # no go: everything after start was start-up
+        phase_ms["attest"] = round((ended - started.started_at) * 1000, 2)
+        phase_ms["run"] = 0.0
+    else:
+        phase_ms["attest"] = started.attest_ms or 0.0
+        phase_ms["run"] = round((ended - started.go_at) * 1000, 2)
     inspect = _exit_state(api, prepared.container_id)
     status_text, exit_code, oom_flag = docker_state(inspect)
     facts = RunFacts(
-        host_timeout=outcome.host_timeout,
-        cancelled=outcome.cancelled,
+        host_timeout=started.host_timeout,
+        cancelled=started.cancelled,
         attested=reader.attested,
         exit_report=reader.exit_report,
         exit_status=reader.exit_status,
@@ -142,10 +179,10 @@ def wait_for_exit(api: Any, started: StartedSandbox, cancel: CancelToken) -> San
     verdict = classify(facts)
     report = reader.exit_report if verdict.exit_report_valid else None
     detail = []
-    if kill_failure:
-        detail.append(f"kill failed: {kill_failure}")
-    if pid1_stderr:
-        detail.append("pid1 stderr: " + pid1_stderr.decode("utf-8", "replace"))
+    if started.kill_failure:
+        detail.append(f"kill failed: {started.kill_failure}")
+    if started.pid1_stderr:
+        detail.append("pid1 stderr: " + bytes(started.pid1_stderr).decode("utf-8", "replace"))
     return SandboxResult(
         status=verdict.status,
         reason=verdict.reason,
