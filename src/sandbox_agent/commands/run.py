@@ -46,6 +46,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plan", metavar="FILE", help="scripted: a plan file (DESIGN.md 6)")
     parser.add_argument("--runtime", choices=("runc", "runsc"), default="runc")
     parser.add_argument("--runner", choices=("auto", "unittest", "pytest"), default="auto")
+    parser.add_argument(
+        "--prestart",
+        type=int,
+        default=1,
+        metavar="N",
+        help="sandboxes made ahead of the next test run, 0-4 (default 1; 0: each starts cold)",
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--trace-dir", metavar="DIR", type=Path, help="parent of the run folder")
     parser.add_argument("--run-id", help=argparse.SUPPRESS)
@@ -112,6 +119,7 @@ def build_config(args: argparse.Namespace) -> RunConfig:
             runner=args.runner,
             budgets=Budgets(**{k: v for k, v in given.items() if v is not None}),
             limits=limits_from_args(args),
+            prestart=args.prestart,
             trace_dir=args.trace_dir,
             run_id=args.run_id,
         )

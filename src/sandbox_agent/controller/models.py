@@ -50,6 +50,12 @@ class Budgets(BaseModel):
     """Unparseable or invalid model outputs tolerated; one more ends it ``BUDGET_EXHAUSTED``."""
 
 
+DEFAULT_PRESTART = 1
+"""One sandbox made ahead (created, verified, started, attested): its start is hidden
+behind the model's turn (docs/SANDBOX.md, "Pre-started sandboxes")."""
+MAX_PRESTART = 4
+
+
 class RunConfig(BaseModel):
     """One agent run: where the repository comes from, the task, the provider and the limits."""
 
@@ -67,6 +73,8 @@ class RunConfig(BaseModel):
     runner: RunnerChoice = "auto"
     budgets: Budgets = Budgets()
     limits: SandboxLimits = SandboxLimits()
+    prestart: int = Field(DEFAULT_PRESTART, ge=0, le=MAX_PRESTART)
+    """Sandboxes kept ready ahead of the next whole-suite ``run_tests`` (0: start each cold)."""
     allowed_tools: tuple[ToolName, ...] = TOOL_NAMES
     """Per-task tool allowlist."""
     trace_dir: Path | None = None

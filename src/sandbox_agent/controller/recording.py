@@ -25,6 +25,14 @@ class RecordingBackend(SandboxBackend):
         return self.inner.reap()
 
     @override
+    def prestart(self, request: SandboxRequest) -> None:
+        self.inner.prestart(request)
+
+    @override
+    def discard_prestarted(self) -> list[str]:
+        return self.inner.discard_prestarted()
+
+    @override
     def close(self) -> None:
         self.inner.close()
 

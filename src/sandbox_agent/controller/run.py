@@ -84,7 +84,8 @@ class RunSession:
         provider = create_provider(config.provider, options)
         owned = sandbox is None
         try:
-            backend = RecordingBackend(sandbox if sandbox is not None else _docker_backend())
+            inner = sandbox if sandbox is not None else _docker_backend(config.prestart)
+            backend = RecordingBackend(inner)
             try:
                 yield cls(config, run_id, source, provider, backend)
             finally:
@@ -117,6 +118,8 @@ class RunSession:
                 limits=config.limits,
                 cancel=cancel,
             )
+            if config.prestart:
+                toolbox.prestart()  # its start overlaps the set-up and the model's first turns
             trace = TraceWriter(self.run_dir, self.run_id, Redactor(), on_event)
             state = LoopState()
             result: RunResult | None = None
@@ -169,6 +172,9 @@ class RunSession:
                 )
                 return result
             finally:
+                left = toolbox.discard_prestarted()  # before the workspace goes
+                if left:
+                    trace.emit("prestart_cleanup", failures=left[:10])
                 self._close(trace, result, workspace, state, started)
 
     def _result(
@@ -303,7 +309,7 @@ def _after_final(stop: LoopStop, final: TestRun, cancel: CancelToken) -> LoopSto
     return stop
 
 
-def _docker_backend() -> SandboxBackend:
+def _docker_backend(prestarted: int) -> SandboxBackend:
     from sandbox_agent.sandbox.docker_backend import DockerBackend
 
-    return DockerBackend()
+    return DockerBackend(prestarted=prestarted)

@@ -132,6 +132,8 @@ class SandboxResult(BaseModel):
     attested: bool = False
     exit_report_valid: bool = False
     exit_code: int | None = None
+    prestarted: bool = False
+    """Created, verified, started and attested ahead; this run sent the go and waited."""
     launch: Literal["exec", "fork"] | None = None
     """From the exit report: ``fork`` when the trusted runner ran in PID 1's forked interpreter."""
     """The workload's exit code (128+N for signal N), from an exit report Docker agrees with."""
@@ -205,6 +207,17 @@ class SandboxBackend(ABC):
     @abstractmethod
     def reap(self) -> list[str]:
         """Remove every sandbox left by a crashed controller; return what was removed."""
+
+    def prestart(self, request: SandboxRequest) -> None:  # noqa: B027 - optional hint
+        """Hint: a run of exactly ``request`` is likely next; make its sandbox ahead.
+
+        A backend may create, verify, start and attest it now, holding the workload
+        until ``run(request)`` takes it; the default does nothing.
+        """
+
+    def discard_prestarted(self) -> list[str]:
+        """Remove every sandbox made ahead and not used; the cleanup failures, if any."""
+        return []
 
     def close(self) -> None:  # noqa: B027 - optional hook with a do-nothing default
         """Release connections. The default has nothing to release."""

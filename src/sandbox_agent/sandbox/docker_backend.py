@@ -2,8 +2,10 @@
 
 Phases (each usable alone, so the next container can be prepared ahead of time):
 ``prepare`` (create, inspect, verify), ``start`` (last checks, attach, start), ``wait``
-(frames until exit; the host's own deadline; cancellation), ``remove`` (always).
-``run`` composes them. Talks to Docker through the SDK, API 1.41.
+(the attestation, the host's go, frames until exit; the host's own deadline;
+cancellation), ``remove`` (always). ``run`` composes them, or takes a sandbox
+pre-started for the same request (``prestart``) and only sends the go and waits.
+Talks to Docker through the SDK, API 1.41.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from sandbox_agent.sandbox.base import (
 from sandbox_agent.sandbox.classify import classify_docker_error
 from sandbox_agent.sandbox.diagnostics import bounded, elapsed_ms
 from sandbox_agent.sandbox.owner import owner_value
-from sandbox_agent.sandbox.spec import build_spec, verify
+from sandbox_agent.sandbox.prestart import Prestarter
+from sandbox_agent.sandbox.spec import GO_TIMEOUT_S, build_spec, verify
 from sandbox_agent.sandbox.waiting import StartedSandbox, wait_for_exit
 
 DOCKER_API_VERSION = "1.41"
@@ -48,11 +51,15 @@ class DockerBackend(SandboxBackend):
         image_id: str | None = None,
         client: Any = None,
         reap_on_first_use: bool = True,
+        prestarted: int = 0,
+        go_timeout_s: float = GO_TIMEOUT_S,
     ) -> None:
         """Args:
         image_id: the image every run must use; default the recorded runner image.
         client: a ``docker.DockerClient`` (default: from the environment, API 1.41).
         reap_on_first_use: reap dead controllers' containers before the first run.
+        prestarted: how many sandboxes ``prestart`` may keep ready (0: none).
+        go_timeout_s: how long PID 1 of a started sandbox waits for the host's go.
 
         Raises:
             SetupError: no runner image is recorded for the current inputs.
@@ -66,6 +73,8 @@ class DockerBackend(SandboxBackend):
         self._reap_pending = reap_on_first_use
         self._lock = threading.Lock()
         self.owner = owner_value()
+        self._go_timeout_s = go_timeout_s
+        self._prestarter = Prestarter(self, prestarted, go_timeout_s)
 
     @property
     def api(self) -> Any:
@@ -89,7 +98,17 @@ class DockerBackend(SandboxBackend):
             return self._client.api
 
     @override
+    def prestart(self, request: SandboxRequest) -> None:
+        self._prestarter.reopen()
+        self._prestarter.offer(request)
+
+    @override
+    def discard_prestarted(self) -> list[str]:
+        return self._prestarter.discard()
+
+    @override
     def close(self) -> None:
+        self._prestarter.discard()
         with self._lock:
             if self._client is not None:
                 self._client.close()
@@ -138,7 +157,9 @@ class DockerBackend(SandboxBackend):
             return _refused(request, "create", why, {})
         self._reap_once()
         nonce = secrets.token_hex(16)
-        spec = build_spec(request, self.image_id, nonce, self.owner)
+        spec = build_spec(
+            request, self.image_id, nonce, self.owner, go_timeout_s=self._go_timeout_s
+        )
         phase_ms: dict[str, float] = {}
         started_at = time.monotonic()
         try:
@@ -242,6 +263,12 @@ class DockerBackend(SandboxBackend):
 
     @override
     def run(self, request: SandboxRequest, cancel: CancelToken | None = None) -> SandboxResult:
+        cancel = cancel or CancelToken()
+        waited_at = time.monotonic()
+        ready = self._prestarter.take(request, cancel)
+        if ready is not None:
+            ready.phase_ms["prestart_wait"] = elapsed_ms(waited_at)
+            return self._run_ready(ready, cancel)
         prepared = self.prepare(request, cancel)
         if isinstance(prepared, SandboxResult):
             return prepared
@@ -258,6 +285,26 @@ class DockerBackend(SandboxBackend):
             self.remove(prepared.container_id)
             raise
         return self._finish(result, prepared.container_id)
+
+    def _run_ready(self, ready: StartedSandbox, cancel: CancelToken) -> SandboxResult:
+        """A pre-started, attested sandbox: last checks, the go, wait, remove."""
+        container_id = ready.prepared.container_id
+        due = _due(cancel)
+        if due is not None:
+            ready.withhold()
+            ready.close()
+            result = _not_started(
+                ready.prepared.request, due, "before the go; the pre-started sandbox was removed"
+            )
+            result.phase_ms = dict(ready.phase_ms)
+            return self._finish(_with_prepared(result, ready.prepared), container_id)
+        try:
+            result = self.wait(ready, cancel)
+        except BaseException:
+            self.remove(container_id)
+            raise
+        result.prestarted = True
+        return self._finish(result, container_id)
 
 
 def _due(cancel: CancelToken) -> SandboxStatus | None:

@@ -105,7 +105,9 @@ class ToolBox:
         if isinstance(args, SearchArgs):
             return files.search(fs, args, limits)
         if isinstance(args, ApplyPatchArgs):
-            return patch.apply_patch(fs, self.policy, args, limits)
+            applied = patch.apply_patch(fs, self.policy, args, limits)
+            self.prestart()  # an edit is usually followed by a test run
+            return applied
         if isinstance(args, RunTestsArgs):
             return self._run_tests(args)
         return self._finish(args)
@@ -125,18 +127,11 @@ class ToolBox:
             ToolDenied: ``command.not_allowlisted`` or ``command.bad_selector``.
             InfrastructureError: the sandbox backend cannot be reached.
         """
-        command = runner_command(self.policy.runner, selector)
+        request = self._request(selector)
         # The container mounts the workspace read-only and only this tool box writes
-        # it, so the bytes hashed here are the bytes the tests run on.
+        # it, so the bytes hashed here are the bytes the tests run on (a sandbox
+        # pre-started before an edit sees the edit: the mount is the live folder).
         tree = None if selector else tree_sha256(self.workspace.root)
-        request = SandboxRequest(
-            argv=command.argv,
-            workspace=self.workspace.root,
-            runtime=self.runtime,
-            limits=self.limits,
-            workload_env=command.workload_env,
-            labels={RUN_LABEL: "run_tests"},
-        )
         result = self.sandbox.run(request, self.cancel)
         run = TestRun.from_result(
             result,
@@ -149,6 +144,41 @@ class ToolBox:
         if tree is not None and run.attested and run.sandbox.status == "completed":
             self._last_suite_run = (tree, run)
         return run
+
+    def prestart(self) -> None:
+        """Have the sandbox of the next whole-suite run made ahead (the backend may).
+
+        Called when a test run is likely next: at the start, and after each applied
+        edit. While the model thinks (seconds), the container is created, verified,
+        started and attested, so ``run_tests`` only sends the go. Not after a test run:
+        a finish or an edit usually follows, and an unused sandbox is a wasted start.
+        A hint only: it never fails the call it follows.
+        """
+        try:
+            request = self._request(None)
+        except ToolDenied:
+            return  # no allowlisted runner: run_tests will say so itself
+        self.sandbox.prestart(request)
+
+    def discard_prestarted(self) -> list[str]:
+        """Remove sandboxes made ahead and not used; cleanup failures, if any."""
+        return self.sandbox.discard_prestarted()
+
+    def _request(self, selector: str | None) -> SandboxRequest:
+        """The sandbox request of one test run (equal requests for equal runs).
+
+        Raises:
+            ToolDenied: ``command.not_allowlisted`` or ``command.bad_selector``.
+        """
+        command = runner_command(self.policy.runner, selector)
+        return SandboxRequest(
+            argv=command.argv,
+            workspace=self.workspace.root,
+            runtime=self.runtime,
+            limits=self.limits,
+            workload_env=command.workload_env,
+            labels={RUN_LABEL: "run_tests"},
+        )
 
     def run_final_tests(self) -> TestRun:
         """The controller's own final run: the whole suite, same runner, same sandbox rules.
