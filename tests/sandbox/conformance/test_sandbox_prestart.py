@@ -108,7 +108,9 @@ def test_a_prestarted_sandbox_runs_attested_and_sees_later_edits(
     (workspace / "edited.txt").write_text("after")  # an apply_patch after the pre-start
     result = backend.run(request)
     assert result.status == "completed", result.reason
-    assert result.prestarted and result.attested and result.exit_report_valid
+    assert result.prestarted
+    assert result.attested
+    assert result.exit_report_valid
     assert (result.exit_code, result.launch) == (0, "fork"), result.output
     assert result.cleanup == "removed"
     assert {"create", "verify", "start", "attest", "run", "remove"} <= set(result.phase_ms)
