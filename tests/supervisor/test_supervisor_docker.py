@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -78,13 +79,18 @@ def _run_container(runtime: str, workspace: Path, argv: list[str]) -> dict[str, 
         hostname="sandbox",
         working_dir="/workspace",
         log_config=LogConfig(type="none"),
+        stdin_open=True,  # the host's go arrives on PID 1's stdin
     )
     stdout, stderr = bytearray(), bytearray()
     try:
-        params = {"stdout": 1, "stderr": 1, "stream": 1}
+        params = {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
         sock = client.api.attach_socket(container.id, params=params)
         try:
             container.start()
+            # The go at once: PID 1 reads it only after its attestation (the product's
+            # host first checks the record: tests/sandbox/conformance).
+            sock._sock.sendall(protocol.GO)
+            sock._sock.shutdown(socket.SHUT_WR)
             for stream, data in frames_iter(sock, tty=False):
                 (stdout if stream == STDOUT else stderr).extend(data)
         finally:
