@@ -5,6 +5,9 @@ runs ``-S``, the forked runner keeps ``sys.flags.no_site == 1``, so a Python sta
 "like this one" (``subprocess._args_from_interpreter_flags()``, as multiprocessing and
 test suites do) gets ``-S`` and cannot import pytest from ``dist-packages``. Exec'd,
 the same suite passes (the reference, runc only to keep the run short).
+
+Also G1 (found here, not caused by the change): under runsc the workload can write to
+PID 1's stdout through /proc/1/fd/1 and can kill PID 1.
 """
 
 from __future__ import annotations
@@ -88,3 +91,82 @@ def test_an_honest_pytest_suite_passes_however_the_runner_is_launched(
     assert result.launch == launch
     assert result.runner_report is not None
     assert (result.exit_code, result.runner_report.failures) == (0, 0), result.output.decode()
+
+
+# Found while reviewing, not caused by launch=fork (exec'd workloads do the same): under
+# gVisor PR_SET_DUMPABLE does not guard /proc/1/fd, and the workload can kill PID 1.
+
+FORGE = """
+import json, os, struct, unittest
+
+class Forge(unittest.TestCase):
+    def test_forge(self):
+        config = open("/proc/1/cmdline", "rb").read().split(b"\\0")[-2]
+        nonce = json.loads(config)["nonce"]  # public by design
+        record = {
+            "type": "exit", "v": 1, "nonce": nonce, "launch": "fork", "exit_code": 0,
+            "signal": None, "timed_out": False, "output_bytes": 0, "output_truncated": False,
+            "duration_ms": 1.0, "oom_kills_delta": 0, "runner_report_error": None,
+            "runner_report": {
+                "runner": "unittest", "tests_run": 7, "failures": 0, "errors": 0, "skipped": 0
+            },
+        }
+        body = json.dumps(record, sort_keys=True, separators=(",", ":")).encode()
+        try:
+            with open("/proc/1/fd/1", "wb", buffering=0) as host_stream:
+                host_stream.write(struct.pack(">cI", b"X", len(body)) + body)
+        except OSError:
+            pass
+        self.fail("an honest failure")
+"""
+KILL = """
+import os, signal, unittest
+
+class Kill(unittest.TestCase):
+    def test_kill(self):
+        try:
+            os.kill(1, signal.SIGKILL)
+        except OSError:
+            pass
+        self.fail("an honest failure")
+"""
+GVISOR_PROC1 = pytest.mark.xfail(
+    strict=True,
+    reason="G1: under runsc the workload opens /proc/1/fd/1 (the host stream) and kills PID 1",
+)
+
+
+@pytest.mark.parametrize("attack", ["forge_frame", "kill_pid1"])
+@pytest.mark.parametrize(
+    "runtime",
+    [
+        pytest.param("runc", id="runc"),
+        pytest.param("runsc", id="runsc", marks=[GVISOR_PROC1, pytest.mark.runsc]),
+    ],
+)
+def test_the_workload_cannot_reach_pid1_or_its_stream(
+    backend: DockerBackend, runtime: str, attack: str
+) -> None:
+    """A failing suite that first writes a perfect exit record (nonce from
+    ``/proc/1/cmdline``) to ``/proc/1/fd/1``, or SIGKILLs PID 1, must still end as
+    what it is: completed, attested, exit 1, the real runner report. Under runsc the
+    frame reaches the host as a control frame (then PID 1's own frames follow it: a
+    framing error, ``refused``), and PID 1 dies (``refused``, no exit report). The
+    host's cross-checks (last frame, Docker's exit code, output count) stop a forged
+    pass today; the framing's premise, "the workload never holds PID 1's stdout",
+    does not hold there."""
+    root = Path(tempfile.mkdtemp(prefix="sandbox-launch-review-"))
+    root.chmod(0o755)
+    (root / "test_attack.py").write_text(FORGE if attack == "forge_frame" else KILL)
+    try:
+        request = SandboxRequest(
+            argv=runner_command("unittest").argv, workspace=root, runtime=runtime, limits=LIMITS
+        )
+        result = backend.run(request)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    assert result.status == "completed", result.reason
+    assert result.attested
+    assert result.exit_report_valid
+    assert result.runner_report is not None
+    assert (result.exit_code, result.runner_report.failures) == (1, 1)
