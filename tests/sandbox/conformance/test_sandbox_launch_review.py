@@ -1,0 +1,172 @@
+"""Security review of ``launch=fork`` in the real image: an honest suite it breaks.
+
+Finding F2 of ``tests/supervisor/test_supervisor_launch_review.py``, end to end: PID 1
+runs ``-S``, the forked runner keeps ``sys.flags.no_site == 1``, so a Python started
+"like this one" (``subprocess._args_from_interpreter_flags()``, as multiprocessing and
+test suites do) gets ``-S`` and cannot import pytest from ``dist-packages``. Exec'd,
+the same suite passes (the reference, runc only to keep the run short).
+
+Also G1 (found here, not caused by the change): under runsc the workload can write to
+PID 1's stdout through /proc/1/fd/1 and can kill PID 1.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sandbox_agent.policy.commands import runner_command
+from sandbox_agent.sandbox.base import SandboxLimits, SandboxRequest
+from sandbox_agent.sandbox.docker_backend import DockerBackend
+
+pytestmark = pytest.mark.docker
+
+LIMITS = SandboxLimits(
+    timeout_s=20,
+    memory_bytes=256 * 1024 * 1024,
+    pids=96,
+    fsize_bytes=1024 * 1024,
+    tmpfs_bytes=8 * 1024 * 1024,
+    output_budget_bytes=20_000,
+)
+SUITE = """
+import subprocess, sys
+
+def test_a_python_like_this_one_can_import_pytest():
+    flags = subprocess._args_from_interpreter_flags()
+    done = subprocess.run(
+        [sys.executable, *flags, "-c", "import pytest"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, (flags, done.stderr)
+"""
+FORK_HOLE = pytest.mark.xfail(
+    strict=True, reason="F2: the forked runner passes -S to Pythons started like itself"
+)
+
+
+@pytest.fixture(scope="module")
+def backend() -> Iterator[DockerBackend]:
+    from sandbox_agent.hostsetup.image import ensure
+
+    instance = DockerBackend(image_id=ensure().image_id)
+    yield instance
+    instance.close()
+
+
+@pytest.mark.parametrize(
+    ("runtime", "launch"),
+    [
+        pytest.param("runc", "exec", id="runc-exec"),
+        pytest.param("runc", "fork", id="runc-fork", marks=FORK_HOLE),
+        pytest.param("runsc", "fork", id="runsc-fork", marks=[FORK_HOLE, pytest.mark.runsc]),
+    ],
+)
+def test_an_honest_pytest_suite_passes_however_the_runner_is_launched(
+    backend: DockerBackend, runtime: str, launch: str
+) -> None:
+    command = runner_command("pytest")
+    argv = command.argv
+    if launch == "exec":  # the same flags in another order: PID 1 then exec's the wrapper
+        argv = ("/usr/bin/python3", "-B", "-I", *argv[3:])
+    root = Path(tempfile.mkdtemp(prefix="sandbox-launch-review-"))
+    root.chmod(0o755)  # uid 10001 must enter /workspace
+    (root / "test_like_me.py").write_text(textwrap.dedent(SUITE))
+    try:
+        request = SandboxRequest(
+            argv=argv,
+            workspace=root,
+            runtime=runtime,
+            limits=LIMITS,
+            workload_env=command.workload_env,
+        )
+        result = backend.run(request)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    assert result.status == "completed", result.reason
+    assert result.launch == launch
+    assert result.runner_report is not None
+    assert (result.exit_code, result.runner_report.failures) == (0, 0), result.output.decode()
+
+
+# Found while reviewing, not caused by launch=fork (exec'd workloads do the same): under
+# gVisor PR_SET_DUMPABLE does not guard /proc/1/fd, and the workload can kill PID 1.
+
+FORGE = """
+import json, os, struct, unittest
+
+class Forge(unittest.TestCase):
+    def test_forge(self):
+        config = open("/proc/1/cmdline", "rb").read().split(b"\\0")[-2]
+        nonce = json.loads(config)["nonce"]  # public by design
+        record = {
+            "type": "exit", "v": 1, "nonce": nonce, "launch": "fork", "exit_code": 0,
+            "signal": None, "timed_out": False, "output_bytes": 0, "output_truncated": False,
+            "duration_ms": 1.0, "oom_kills_delta": 0, "runner_report_error": None,
+            "runner_report": {
+                "runner": "unittest", "tests_run": 7, "failures": 0, "errors": 0, "skipped": 0
+            },
+        }
+        body = json.dumps(record, sort_keys=True, separators=(",", ":")).encode()
+        try:
+            with open("/proc/1/fd/1", "wb", buffering=0) as host_stream:
+                host_stream.write(struct.pack(">cI", b"X", len(body)) + body)
+        except OSError:
+            pass
+        self.fail("an honest failure")
+"""
+KILL = """
+import os, signal, unittest
+
+class Kill(unittest.TestCase):
+    def test_kill(self):
+        try:
+            os.kill(1, signal.SIGKILL)
+        except OSError:
+            pass
+        self.fail("an honest failure")
+"""
+GVISOR_PROC1 = pytest.mark.xfail(
+    strict=True,
+    reason="G1: under runsc the workload opens /proc/1/fd/1 (the host stream) and kills PID 1",
+)
+
+
+@pytest.mark.parametrize("attack", ["forge_frame", "kill_pid1"])
+@pytest.mark.parametrize(
+    "runtime",
+    [
+        pytest.param("runc", id="runc"),
+        pytest.param("runsc", id="runsc", marks=[GVISOR_PROC1, pytest.mark.runsc]),
+    ],
+)
+def test_the_workload_cannot_reach_pid1_or_its_stream(
+    backend: DockerBackend, runtime: str, attack: str
+) -> None:
+    """A failing suite that first writes a perfect exit record (nonce from
+    ``/proc/1/cmdline``) to ``/proc/1/fd/1``, or SIGKILLs PID 1, must still end as
+    what it is: completed, attested, exit 1, the real runner report. Under runsc the
+    frame reaches the host as a control frame (then PID 1's own frames follow it: a
+    framing error, ``refused``), and PID 1 dies (``refused``, no exit report). The
+    host's cross-checks (last frame, Docker's exit code, output count) stop a forged
+    pass today; the framing's premise, "the workload never holds PID 1's stdout",
+    does not hold there."""
+    root = Path(tempfile.mkdtemp(prefix="sandbox-launch-review-"))
+    root.chmod(0o755)
+    (root / "test_attack.py").write_text(FORGE if attack == "forge_frame" else KILL)
+    try:
+        request = SandboxRequest(
+            argv=runner_command("unittest").argv, workspace=root, runtime=runtime, limits=LIMITS
+        )
+        result = backend.run(request)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    assert result.status == "completed", result.reason
+    assert result.attested
+    assert result.exit_report_valid
+    assert result.runner_report is not None
+    assert (result.exit_code, result.runner_report.failures) == (1, 1)
