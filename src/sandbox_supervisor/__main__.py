@@ -1,11 +1,12 @@
-"""PID 1: ``/usr/bin/python3 -I -S -B -m sandbox_supervisor CONFIG_JSON``.
+"""PID 1: ``/usr/bin/python3 -I -B -m sandbox_supervisor CONFIG_JSON``.
 
 Order: undumpable, no signal handler, parse the config, attest, write ``A``; only
 when every check passed and the host then sent its go (``protocol.GO`` on stdin,
 within ``go_timeout_s``), fork the workload and relay; write ``X`` last; exit with
-the workload's exit code. Exit codes of PID 1 itself, meaningful only when no ``X``
-frame was written: ``EXIT_REFUSED`` (125) for a bad config or a failed attestation,
-``EXIT_SUPERVISOR_ERROR`` (126) for PID 1's own crash (text on stderr).
+``protocol.pid1_exit_code`` of the workload's exit code. Exit codes of PID 1 itself,
+when no ``X`` frame was written: ``EXIT_REFUSED`` (125) for a bad config, a failed
+attestation or no go; ``EXIT_SUPERVISOR_ERROR`` (126) for its own crash (text on
+stderr).
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ def supervise(
     fields = Relay(config, out_fd, read_oom=read_oom).run()
     exit_record = {"type": "exit", "v": PROTOCOL_VERSION, "nonce": config.nonce, **fields}
     wire.write_record(out_fd, protocol.KIND_EXIT, exit_record)
-    return int(fields["exit_code"])
+    return protocol.pid1_exit_code(int(fields["exit_code"]))
 
 
 def await_go(fd: int, timeout_s: float) -> str | None:
@@ -140,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         # the kernel drops the signals that processes in the container send PID 1.
         _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
         if len(args) != 1:
-            print("usage: python3 -I -S -B -m sandbox_supervisor CONFIG_JSON", file=sys.stderr)
+            print("usage: python3 -I -B -m sandbox_supervisor CONFIG_JSON", file=sys.stderr)
             return EXIT_REFUSED
         inside = attest.Inside(environ=environ)
         return supervise(

@@ -1,23 +1,27 @@
 """How the forked child becomes the workload: ``execve``, or the trusted runner in place.
 
 Any argv is run with ``execve`` in the forked child. One argv is special: the trusted
-runner wrapper that this package itself ships, started by the same interpreter binary
-with the same isolation flags PID 1 already runs with
-(``/usr/bin/python3 -I -B -m sandbox_supervisor.run_tests RUNNER [SELECTOR]``). For it,
-the child does not start a second interpreter: it finishes the start-up that PID 1 skipped
-(``site``, for the runners' ``dist-packages``), sets the workload environment, and runs
-the module as ``-m`` would, then ends the way an interpreter does (non-daemon threads,
-``atexit``, flushed streams) with ``os._exit``. Under gVisor a second interpreter start
-cost ~35-45 ms of every run (issue 3; docs/DECISIONS.md, "The trusted runner runs in the
-forked interpreter").
+runner wrapper that this package itself ships, started by the same interpreter binary,
+with the same flags and start-up environment PID 1 itself was started with
+(``/usr/bin/python3 -I -B -m sandbox_supervisor.run_tests RUNNER [SELECTOR]``; PID 1 is
+``python3 -I -B -m sandbox_supervisor``). For it, the child does not start a second
+interpreter, which cost ~35-45 ms of every run under gVisor (issue 3; docs/DECISIONS.md,
+"The trusted runner runs in the forked interpreter"): it sets the workload environment,
+runs the module as ``-m`` would, and ends as an interpreter does (non-daemon threads
+joined, ``atexit``, every open buffered file flushed), then ``os._exit``.
 
-What ``execve`` would have reset is reset by hand, in this order, before any repository
-code runs: descriptors (done by the caller, as for ``execve``), the environment, signal
-dispositions (a fresh interpreter's: ``SIGINT`` raises ``KeyboardInterrupt``, ``SIGPIPE``
-and ``SIGXFSZ`` ignored), and the dumpable flag. What it cannot reset is PID 1's memory,
-which the child holds a copy of: the config (its nonce is public anyway, see
-``protocol``) and the attestation; nothing secret lives there by design, and the framing
-never relies on it.
+What ``execve`` would have reset is reset by hand before any repository code runs:
+descriptors (by the caller, as for ``execve``), the environment, signal dispositions
+(a fresh interpreter's: ``SIGINT`` raises ``KeyboardInterrupt``, ``SIGPIPE`` and
+``SIGXFSZ`` ignored), and the dumpable flag. What it cannot reset is PID 1's memory:
+the child holds a copy of the config (its nonce is public anyway, see ``protocol``),
+the attestation, and PID 1's process secrets (glibc's stack-protector and pointer-guard
+values from ``AT_RANDOM``, the string-hash key) and memory layout. Those harden PID 1
+against a memory-safety bug in what it parses from the workload (pipe bytes, the
+runner report through ``_json``); a forked runner knows them. Accepted as a residual
+risk (docs/THREAT_MODEL.md, T-36): PID 1 only copies pipe bytes and parses at most
+64 KiB of JSON with CPython's own C parser, and under runsc the layout is readable in
+``/proc/1/maps`` whatever the launch.
 """
 
 from __future__ import annotations
@@ -40,20 +44,32 @@ RUNNER_ARGV = ("/usr/bin/python3", "-I", "-B", "-m", RUNNER_MODULE)
 PR_SET_DUMPABLE = 4
 EXIT_UNCAUGHT = 1
 """What an interpreter exits with after an uncaught exception."""
+START_ENV_PREFIXES = ("LANG", "LC_", "TZ")
+"""Variables an interpreter reads once at start-up (locale, UTF-8 mode, time zone): the
+workload must have PID 1's values for them, or it is exec'd."""
+
+_exit = os._exit
+"""Bound before any repository code runs: a test that replaces ``os._exit`` cannot make
+the child return into PID 1's code."""
 
 
-def in_process(argv: list[str]) -> bool:
+def in_process(argv: list[str], workload_env: dict[str, str]) -> bool:
     """Whether ``argv`` is the trusted runner, started exactly as this interpreter was.
 
-    Same binary (after symlinks), the runner's exact prefix, and PID 1 itself isolated
-    (``-I``) and not writing bytecode (``-B``): then exec'ing would only start this very
-    interpreter again with the flags it already has (plus ``site``, which
-    ``run_in_process`` imports).
+    Same binary (after symlinks), the runner's exact prefix, PID 1 itself started with
+    the runner's own flags (``-I -B``, ``site`` imported), and the same start-up
+    environment (``START_ENV_PREFIXES``): then exec'ing would only start this very
+    interpreter again, in the same state.
     """
     if tuple(argv[: len(RUNNER_ARGV)]) != RUNNER_ARGV or not sys.executable:
         return False
-    same_binary = os.path.realpath(argv[0]) == os.path.realpath(sys.executable)
-    return same_binary and bool(sys.flags.isolated) and bool(sys.flags.dont_write_bytecode)
+    if os.path.realpath(argv[0]) != os.path.realpath(sys.executable):
+        return False
+    flags = sys.flags
+    if not (flags.isolated and flags.dont_write_bytecode and not flags.no_site):
+        return False
+    names = {name for name in (*os.environ, *workload_env) if name.startswith(START_ENV_PREFIXES)}
+    return all(os.environ.get(name) == workload_env.get(name) for name in names)
 
 
 def run_in_process(config: Config) -> NoReturn:
@@ -66,28 +82,36 @@ def run_in_process(config: Config) -> NoReturn:
     from sandbox_supervisor.attest import libc
 
     libc().prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # what execve of a plain binary restores
-    code = _run_module(config.argv[len(RUNNER_ARGV) :])
-    _shutdown()
-    os._exit(code)
+    try:
+        code = _run_module(config.argv[len(RUNNER_ARGV) :])
+        _shutdown()
+    except BaseException:  # never return into PID 1's code, whatever the tests did
+        code = EXIT_UNCAUGHT
+    _exit(code)
 
 
 def _run_module(args: list[str]) -> int:
-    """``python -m RUNNER_MODULE *args`` after ``site``; the exit code Python would give."""
+    """``python -m RUNNER_MODULE *args``; the exit code Python would give."""
     try:
         import runpy
-        import site
 
-        site.main()  # PID 1 starts with -S; a fresh -I interpreter would have run it
         sys.argv = [RUNNER_MODULE, *args]  # runpy puts the module's path in argv[0]
         runpy.run_module(RUNNER_MODULE, run_name="__main__", alter_sys=True)
     except SystemExit as done:
         return _exit_code(done.code)
+    except KeyboardInterrupt:
+        _die_by_sigint()
     except BaseException:
-        import traceback
-
-        traceback.print_exc()
+        sys.excepthook(*sys.exc_info())
         return EXIT_UNCAUGHT
     return 0
+
+
+def _die_by_sigint() -> None:
+    """As an interpreter ends on an uncaught ``KeyboardInterrupt``: killed by SIGINT."""
+    _shutdown()
+    _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+    os.kill(os.getpid(), _signal.SIGINT)
 
 
 def _exit_code(code: object) -> int:
@@ -101,7 +125,7 @@ def _exit_code(code: object) -> int:
 
 
 def _shutdown() -> None:
-    """The first steps of interpreter finalization: threads, ``atexit``, flushed streams."""
+    """Interpreter finalization's visible part: threads, ``atexit``, every buffered file."""
     threading = sys.modules.get("threading")
     try:
         if threading is not None:
@@ -110,11 +134,20 @@ def _shutdown() -> None:
 
         atexit._run_exitfuncs()
     except BaseException:
-        import traceback
+        sys.excepthook(*sys.exc_info())
+    _flush_open_files()
 
-        traceback.print_exc()
-    for stream in (sys.stdout, sys.stderr):
+
+def _flush_open_files() -> None:
+    """Flush what finalization would flush when it frees them: every open buffered file."""
+    import gc
+    import io
+
+    streams = [sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__]
+    streams += [obj for obj in gc.get_objects() if isinstance(obj, io.IOBase)]
+    for stream in streams:
         try:
-            stream.flush()
-        except (OSError, ValueError):
+            if stream is not None and not stream.closed:
+                stream.flush()
+        except (OSError, ValueError, AttributeError):
             continue

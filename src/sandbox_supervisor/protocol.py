@@ -45,6 +45,26 @@ PID 1 forks nothing before it: not when its own checks fail, not when the host's
 of the record fails (the host then closes stdin), not when the host keeps the container
 ready for later (a pre-started sandbox) and then discards it."""
 
+EXIT_WORKLOAD_OTHER = 121
+"""PID 1's exit code after a complete run whose workload exited with 121-255 (a signal
+included); the exact code is in the exit report."""
+
+
+def pid1_exit_code(workload_exit_code: int) -> int:
+    """PID 1's own exit code once it has written the exit report of a complete run.
+
+    The workload's code when it is below ``EXIT_WORKLOAD_OTHER``, else that constant. So
+    PID 1 never ends with 125 (refused), 126 (its own crash) or 128+N (killed by signal
+    N) after a complete run, and the host's agreement check (exit report against
+    Docker's exit code) also proves that PID 1 itself reached its normal end: a copy of
+    an exit record that a workload managed to put on PID 1's stream (under runsc it can
+    open ``/proc/1/fd/1``) and then a killed PID 1 can never agree with Docker.
+    """
+    if 0 <= workload_exit_code < EXIT_WORKLOAD_OTHER:
+        return workload_exit_code
+    return EXIT_WORKLOAD_OTHER
+
+
 RUNNER_REPORT_FD = 3
 """The workload's fd on which the trusted runner wrapper writes its structured report."""
 

@@ -97,7 +97,7 @@ def _become_workload(
         try:
             os.write(2, message.encode("utf-8", "replace"))
         finally:
-            os._exit(EXEC_FAILED_EXIT)
+            launch._exit(EXEC_FAILED_EXIT)  # bound before any workload code could replace it
 
 
 def _exit_code(status: int) -> tuple[int, int | None]:
@@ -129,7 +129,7 @@ class Relay:
     def run(self) -> dict[str, Any]:
         """Fork, relay and reap; the fields of the exit report (without type, v, nonce)."""
         oom_before = self._read_oom()
-        fork_only = launch.in_process(self._config.argv)
+        fork_only = launch.in_process(self._config.argv, self._config.workload_env)
         for stream in (sys.stdout, sys.stderr):
             stream.flush()  # nothing buffered in PID 1 may reach the child's copy
         pipes = [os.pipe() for _ in range(3)]

@@ -43,8 +43,19 @@ CASES = [
     ("output_limit", "runc_exit_0", exit_report(output_truncated=True), {}),
     ("oom_killed", "runc_oom", None, {}),
     ("oom_killed", "runsc_oom", None, {}),
-    ("oom_killed", "runc_docker_kill", exit_report(exit_code=137, signal=9, oom_kills_delta=1), {}),
-    ("killed", "runc_docker_kill", exit_report(exit_code=137, signal=9), {}),
+    # PID 1 reports a SIGKILLed workload and ends normally with 121 (pid1_exit_code).
+    (
+        "oom_killed",
+        "runc_docker_kill",
+        exit_report(exit_code=137, signal=9, oom_kills_delta=1),
+        {"docker_exit_code": 121},
+    ),
+    ("killed", "runc_docker_kill", exit_report(exit_code=137, signal=9), {"docker_exit_code": 121}),
+    # PID 1 itself killed (137) after an exit record reached its stream: a copy the
+    # workload wrote through /proc/1/fd/1 (runsc, G1), never a valid report.
+    ("refused", "runc_docker_kill", exit_report(exit_code=137, signal=9), {}),
+    ("refused", "runc_docker_kill", exit_report(exit_code=137), {}),
+    ("refused", "runsc_exit_0", exit_report(exit_code=126), {"docker_exit_code": 126}),
     ("refused", "runc_docker_kill", None, {}),
     ("refused", "runc_exit_0", exit_report(exit_code=1), {}),
     ("refused", "runc_exit_0", exit_report(), {"attested": False}),

@@ -38,8 +38,8 @@ def test_the_create_body_carries_every_security_field(tmp_path: Path) -> None:
     assert body["User"] == "10001:10001"
     assert body["Hostname"] == "sandbox"
     assert body["Env"] == ["PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8"]
-    assert body["Cmd"][:6] == ["/usr/bin/python3", "-I", "-S", "-B", "-m", "sandbox_supervisor"]
-    assert json.loads(body["Cmd"][6]) == supervisor_config(request, "b" * 32)
+    assert body["Cmd"][:5] == ["/usr/bin/python3", "-I", "-B", "-m", "sandbox_supervisor"]
+    assert json.loads(body["Cmd"][5]) == supervisor_config(request, "b" * 32)
     assert host["CapDrop"] == ["ALL"]
     assert host["CapAdd"] is None
     assert host["SecurityOpt"] == ["no-new-privileges:true", "seccomp=" + seccomp.profile_json()]

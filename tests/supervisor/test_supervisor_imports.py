@@ -36,7 +36,7 @@ through re, enum and functools: see ``fastjson``)."""
 def _python(code: str) -> subprocess.CompletedProcess[str]:
     prelude = f"import sys; sys.path.insert(0, {str(SRC)!r}); "
     return subprocess.run(
-        [sys.executable, "-I", "-S", "-B", "-c", prelude + code],
+        [sys.executable, "-I", "-B", "-c", prelude + code],
         capture_output=True,
         text=True,
         timeout=30,
@@ -82,4 +82,4 @@ def test_pid1_flushes_its_stderr_before_skipping_finalization() -> None:
         "runpy.run_module('sandbox_supervisor', run_name='__main__')"
     )
     assert done.returncode == 125
-    assert done.stderr.startswith("usage: python3 -I -S -B -m sandbox_supervisor CONFIG_JSON")
+    assert done.stderr.startswith("usage: python3 -I -B -m sandbox_supervisor CONFIG_JSON")

@@ -2,7 +2,7 @@
 
 PID 1 runs the trusted runner wrapper without a second interpreter start when its argv
 is exactly the runner's, started by PID 1's own binary and flags (``launch``). These
-tests run PID 1's logic in ``/usr/bin/python3 -I -S -B`` (its exact interpreter and
+tests run PID 1's logic in ``/usr/bin/python3 -I -B`` (its exact interpreter and
 flags in the image) on the host, with a stand-in attestation, and look at the workload
 from inside: environment, descriptors, signals, dumpable flag, ``site``, ``sys.argv``,
 and the interpreter's end (threads, ``atexit``). The Docker conformance suite checks
@@ -92,7 +92,7 @@ def _pid1(workspace: Path, args: list[str], argv: list[str] | None = None) -> di
         },
     }
     done = subprocess.run(
-        [PYTHON, "-I", "-S", "-B", "-c", PID1, json.dumps(config)],
+        [PYTHON, "-I", "-B", "-c", PID1, json.dumps(config)],
         input=protocol.GO,  # the host's go on PID 1's stdin
         capture_output=True,
         timeout=60,
@@ -218,16 +218,35 @@ def test_a_frame_printed_by_the_forked_runner_is_only_data(tmp_path: Path) -> No
 def test_only_the_exact_runner_argv_runs_forked(argv: list[str]) -> None:
     check = (
         f"import sys; sys.path.insert(0, {str(SRC)!r}); from sandbox_supervisor import launch; "
-        f"print(launch.in_process({argv!r}), launch.in_process({list(launch.RUNNER_ARGV)!r}))"
+        f"env = {ENV!r}; "
+        f"print(launch.in_process({argv!r}, env), launch.in_process({list(launch.RUNNER_ARGV)!r}, env))"
     )
     done = subprocess.run(
-        [PYTHON, "-I", "-S", "-B", "-c", check], capture_output=True, text=True, check=True
+        [PYTHON, "-I", "-B", "-c", check], capture_output=True, text=True, check=True, env=ENV
     )
     assert done.stdout.split() == ["False", "True"]
-    not_isolated = subprocess.run(
-        [PYTHON, "-S", "-B", "-c", check], capture_output=True, text=True, check=True
+    for flags in (["-B"], ["-I"], ["-I", "-S", "-B"]):  # PID 1 not started as the runner is
+        other = subprocess.run(
+            [PYTHON, *flags, "-c", check], capture_output=True, text=True, check=True, env=ENV
+        )
+        assert other.stdout.split() == ["False", "False"], flags
+
+
+@pytest.mark.parametrize(
+    "change", [{"LANG": "C"}, {"LC_ALL": "C"}, {"TZ": "Asia/Tokyo"}, {"LC_CTYPE": "POSIX"}]
+)
+def test_a_different_start_up_environment_is_exec_d(change: dict[str, str]) -> None:
+    """Locale, UTF-8 mode and time zone are read once at start-up: a workload whose
+    environment sets them differently from PID 1's gets a fresh interpreter."""
+    check = (
+        f"import sys; sys.path.insert(0, {str(SRC)!r}); from sandbox_supervisor import launch; "
+        f"argv = {list(launch.RUNNER_ARGV)!r}; "
+        f"print(launch.in_process(argv, {ENV!r}), launch.in_process(argv, {{**{ENV!r}, **{change!r}}}))"
     )
-    assert not_isolated.stdout.split() == ["False", "False"]
+    done = subprocess.run(
+        [PYTHON, "-I", "-B", "-c", check], capture_output=True, text=True, check=True, env=ENV
+    )
+    assert done.stdout.split() == ["True", "False"]
 
 
 def test_the_host_allowlist_starts_the_runner_pid1_recognises() -> None:

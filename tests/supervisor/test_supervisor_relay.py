@@ -55,7 +55,8 @@ def test_a_flood_is_cut_at_exactly_the_budget() -> None:
     assert len(run.data()) == report["output_bytes"] == budget
     assert report["output_truncated"]
     assert report["signal"] == 9
-    assert run.exit_code == 137
+    assert run.exit_report["exit_code"] == 137
+    assert run.exit_code == protocol.EXIT_WORKLOAD_OTHER
     assert all(len(payload) <= protocol.MAX_FRAME_PAYLOAD for _, payload in run.frames)
 
 
@@ -85,7 +86,8 @@ def test_the_deadline_kills_a_workload_that_ignores_sigterm() -> None:
     report = run.exit_report
     assert report["timed_out"]
     assert report["signal"] == 9
-    assert run.exit_code == 137
+    assert run.exit_report["exit_code"] == 137
+    assert run.exit_code == protocol.EXIT_WORKLOAD_OTHER
     assert 750 <= report["duration_ms"] < 5000
 
 
@@ -94,14 +96,16 @@ def test_the_deadline_sends_sigterm_first() -> None:
     report = run.exit_report
     assert report["timed_out"]
     assert report["signal"] == 15
-    assert run.exit_code == 143
+    assert run.exit_report["exit_code"] == 143
+    assert run.exit_code == protocol.EXIT_WORKLOAD_OTHER
     assert report["duration_ms"] < 3000
 
 
 def test_a_signal_death_is_128_plus_n() -> None:
     run = run_supervised("import os, signal; os.kill(os.getpid(), signal.SIGUSR1)")
     assert run.exit_report["signal"] == 10
-    assert run.exit_code == 138
+    assert run.exit_report["exit_code"] == 138
+    assert run.exit_code == protocol.EXIT_WORKLOAD_OTHER
 
 
 REPORT = {"runner": "unittest", "tests_run": 3, "failures": 1, "errors": 0, "skipped": 0}
@@ -189,7 +193,8 @@ def test_processes_left_behind_are_killed_and_do_not_hold_the_run() -> None:
 
 def test_a_missing_program_exits_127_with_a_reason() -> None:
     run = run_supervised("", argv=["/nonexistent/program"])
-    assert run.exit_code == 127
+    assert run.exit_report["exit_code"] == 127
+    assert run.exit_code == protocol.EXIT_WORKLOAD_OTHER
     assert b"cannot run '/nonexistent/program'" in run.data(ERR)
 
 
@@ -242,3 +247,15 @@ def test_pid1_entry_on_the_host_refuses_with_every_check_named(tmp_path: Path) -
     assert record["ok"] is False
     assert [check["name"] for check in record["checks"]] == list(CHECK_NAMES)
     assert not {c["name"] for c in record["checks"] if c["ok"]} >= {"pid1", "uid"}
+
+
+@pytest.mark.parametrize(
+    ("workload", "pid1"),
+    [(0, 0), (1, 1), (120, 120), (121, 121), (125, 121), (126, 121), (137, 121), (255, 121)],
+)
+def test_pid1_never_ends_a_complete_run_with_a_code_of_its_own_failure(
+    workload: int, pid1: int
+) -> None:
+    """125 (refused), 126 (PID 1 crashed) and 128+N (PID 1 killed) are never the code of a
+    complete run, so an exit report agreeing with Docker proves PID 1 reached its end."""
+    assert protocol.pid1_exit_code(workload) == pid1

@@ -11,6 +11,7 @@ from typing import Literal, NamedTuple
 
 from sandbox_agent.sandbox.base import SandboxStatus
 from sandbox_agent.sandbox.records import ExitReport
+from sandbox_supervisor.protocol import pid1_exit_code
 
 
 class RunFacts(NamedTuple):
@@ -43,14 +44,16 @@ def classify(facts: RunFacts) -> Verdict:
     """The run's status; first match wins: timeout, cancelled, output_limit, oom_killed,
     refused (no valid exit report), killed, completed.
 
-    ``completed`` needs a valid attestation and an exit report whose exit code equals
-    Docker's; a report that disagrees with Docker is not a valid report at all.
+    ``completed`` needs a valid attestation and an exit report that agrees with Docker's
+    exit code (``pid1_exit_code``: PID 1 ended normally, with the code the report
+    implies); a report that disagrees with Docker is not a valid report at all.
     """
     report = facts.exit_report
     exit_status = facts.exit_status
-    if report is not None and report.exit_code != facts.docker_exit_code:
+    if report is not None and pid1_exit_code(report.exit_code) != facts.docker_exit_code:
         exit_status = (
-            f"mismatch: exit report says {report.exit_code}, Docker says {facts.docker_exit_code}"
+            f"mismatch: exit report says {report.exit_code} (PID 1 ends with "
+            f"{pid1_exit_code(report.exit_code)}), Docker says {facts.docker_exit_code}"
         )
         report = None
     if facts.framing_error is not None:

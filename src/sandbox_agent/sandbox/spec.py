@@ -33,7 +33,9 @@ GO_TIMEOUT_S = 300.0
 """How long PID 1 waits after its attestation for the host's go, then exits having run
 nothing: the longest a pre-started sandbox can stay ready (``warm``)."""
 NO_NEW_PRIVILEGES = "no-new-privileges:true"
-SUPERVISOR_COMMAND = ("/usr/bin/python3", "-I", "-S", "-B", "-m", "sandbox_supervisor")
+SUPERVISOR_COMMAND = ("/usr/bin/python3", "-I", "-B", "-m", "sandbox_supervisor")
+"""PID 1. With ``site`` (no ``-S``): the trusted runner, forked from it, must start in
+the state ``python3 -I -B`` gives (``sandbox_supervisor.launch``)."""
 BASE_ENV: tuple[tuple[str, str], ...] = (
     ("PATH", "/usr/local/bin:/usr/bin:/bin"),
     ("HOME", "/tmp"),  # noqa: S108 - set here so Docker does not add one of its own

@@ -44,9 +44,6 @@ def test_a_python_like_this_one_can_import_pytest():
     )
     assert done.returncode == 0, (flags, done.stderr)
 """
-FORK_HOLE = pytest.mark.xfail(
-    strict=True, reason="F2: the forked runner passes -S to Pythons started like itself"
-)
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +59,8 @@ def backend() -> Iterator[DockerBackend]:
     ("runtime", "launch"),
     [
         pytest.param("runc", "exec", id="runc-exec"),
-        pytest.param("runc", "fork", id="runc-fork", marks=FORK_HOLE),
-        pytest.param("runsc", "fork", id="runsc-fork", marks=[FORK_HOLE, pytest.mark.runsc]),
+        pytest.param("runc", "fork", id="runc-fork"),  # F2 closed: PID 1 starts with site
+        pytest.param("runsc", "fork", id="runsc-fork", marks=pytest.mark.runsc),
     ],
 )
 def test_an_honest_pytest_suite_passes_however_the_runner_is_launched(
@@ -170,3 +167,50 @@ def test_the_workload_cannot_reach_pid1_or_its_stream(
     assert result.exit_report_valid
     assert result.runner_report is not None
     assert (result.exit_code, result.runner_report.failures) == (1, 1)
+
+
+FORGE_THEN_KILL = (
+    FORGE.replace('"exit_code": 0', '"exit_code": 137')
+    .replace('"tests_run": 7', '"tests_run": 99')
+    .replace(
+        '        self.fail("an honest failure")',
+        "        try:\n"
+        "            os.kill(1, __import__('signal').SIGKILL)\n"
+        "        except OSError:\n"
+        "            pass\n"
+        '        self.fail("an honest failure")',
+    )
+)
+"""The whole G1 attack: a forged exit record that agrees with a killed PID 1 (137), then
+the kill, so that no frame of PID 1's own can follow it."""
+
+
+@pytest.mark.parametrize(
+    "runtime",
+    [pytest.param("runc", id="runc"), pytest.param("runsc", id="runsc", marks=pytest.mark.runsc)],
+)
+def test_a_forged_exit_record_with_pid1_killed_is_never_evidence(
+    backend: DockerBackend, runtime: str
+) -> None:
+    """Where the workload can reach PID 1's stream and kill PID 1 (runsc), the forgery
+    still never becomes a valid exit report: PID 1 never ends a complete run with 128+N
+    (``protocol.pid1_exit_code``), so a record that agrees with a killed PID 1 cannot
+    exist. Under runc neither step works and the honest failure is reported."""
+    assert "os.kill(1" in FORGE_THEN_KILL and '"tests_run": 99' in FORGE_THEN_KILL
+    root = Path(tempfile.mkdtemp(prefix="sandbox-launch-review-"))
+    root.chmod(0o755)
+    (root / "test_attack.py").write_text(FORGE_THEN_KILL)
+    try:
+        request = SandboxRequest(
+            argv=runner_command("unittest").argv, workspace=root, runtime=runtime, limits=LIMITS
+        )
+        result = backend.run(request)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    assert result.runner_report is None or result.runner_report.tests_run != 99
+    if runtime == "runsc":
+        assert result.status == "refused", result.reason
+        assert not result.exit_report_valid
+    else:
+        assert result.status == "completed", result.reason
+        assert (result.exit_code, result.runner_report and result.runner_report.failures) == (1, 1)
