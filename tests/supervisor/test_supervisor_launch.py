@@ -218,8 +218,8 @@ def test_a_frame_printed_by_the_forked_runner_is_only_data(tmp_path: Path) -> No
 def test_only_the_exact_runner_argv_runs_forked(argv: list[str]) -> None:
     check = (
         f"import sys; sys.path.insert(0, {str(SRC)!r}); from sandbox_supervisor import launch; "
-        f"env = {ENV!r}; "
-        f"print(launch.in_process({argv!r}, env), launch.in_process({list(launch.RUNNER_ARGV)!r}, env))"
+        f"env = {ENV!r}; runner = {list(launch.RUNNER_ARGV)!r}; "
+        f"print(launch.in_process({argv!r}, env), launch.in_process(runner, env))"
     )
     done = subprocess.run(
         [PYTHON, "-I", "-B", "-c", check], capture_output=True, text=True, check=True, env=ENV
@@ -240,8 +240,8 @@ def test_a_different_start_up_environment_is_exec_d(change: dict[str, str]) -> N
     environment sets them differently from PID 1's gets a fresh interpreter."""
     check = (
         f"import sys; sys.path.insert(0, {str(SRC)!r}); from sandbox_supervisor import launch; "
-        f"argv = {list(launch.RUNNER_ARGV)!r}; "
-        f"print(launch.in_process(argv, {ENV!r}), launch.in_process(argv, {{**{ENV!r}, **{change!r}}}))"
+        f"argv = {list(launch.RUNNER_ARGV)!r}; env = {ENV!r}; "
+        f"print(launch.in_process(argv, env), launch.in_process(argv, {{**env, **{change!r}}}))"
     )
     done = subprocess.run(
         [PYTHON, "-I", "-B", "-c", check], capture_output=True, text=True, check=True, env=ENV

@@ -1,7 +1,8 @@
 """Security review of ``launch=fork``: the trusted runner in PID 1's forked interpreter.
 
 Each probe is a repository test (the code an attacker controls) run by PID 1's real
-logic under ``/usr/bin/python3 -I -B`` (PID 1's flags) on the host, as in ``test_supervisor_launch``.
+logic under ``/usr/bin/python3 -I -B`` (PID 1's flags) on the host, as in
+``test_supervisor_launch``.
 Probes that state what a freshly exec'd ``python3 -I -B -m`` gives are run both ways:
 exec'd (the reference, must pass) and forked. A forked run that differs is a strict
 xfail naming the hole, so closing it turns the test red until the mark is removed.

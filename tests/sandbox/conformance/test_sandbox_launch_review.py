@@ -196,7 +196,8 @@ def test_a_forged_exit_record_with_pid1_killed_is_never_evidence(
     still never becomes a valid exit report: PID 1 never ends a complete run with 128+N
     (``protocol.pid1_exit_code``), so a record that agrees with a killed PID 1 cannot
     exist. Under runc neither step works and the honest failure is reported."""
-    assert "os.kill(1" in FORGE_THEN_KILL and '"tests_run": 99' in FORGE_THEN_KILL
+    assert "os.kill(1" in FORGE_THEN_KILL
+    assert '"tests_run": 99' in FORGE_THEN_KILL
     root = Path(tempfile.mkdtemp(prefix="sandbox-launch-review-"))
     root.chmod(0o755)
     (root / "test_attack.py").write_text(FORGE_THEN_KILL)
