@@ -100,6 +100,9 @@ def main(argv: list[str]) -> int:
             code = _compare(backend, workspace, runtime, label, command, args.runs)
             if code:
                 return code
+        code = _prestart_compare(workspace, runtime, args.runs)
+        if code:
+            return code
     backend.close()
     return 0
 
@@ -130,4 +133,43 @@ def _compare(
     print(f"\n{runtime}, {label}: raw docker {raw_m} ms, verified {total_m} ms")
     print("  phases (median ms): " + ", ".join(f"{n} {_median(phases[n])}" for n in PHASES))
     print(f"  verified / raw docker: {total_m / raw_m:.2f}x (target <= 1.15x)")
+    return 0
+
+
+THINK_S = 1.0
+"""Stand-in for the model's turn between an edit and its test run (real ones: seconds)."""
+
+
+def _prestart_compare(workspace: Path, runtime: str, runs: int) -> int:
+    """What ``run_tests`` costs the caller: cold, and pre-started during a model turn."""
+    from sandbox_agent.sandbox.base import SandboxRequest
+    from sandbox_agent.sandbox.docker_backend import DockerBackend
+
+    backend = DockerBackend(prestarted=1, reap_on_first_use=False)
+    request = SandboxRequest(argv=RUNNER, workspace=workspace, runtime=runtime)  # type: ignore[arg-type]
+    cold: list[float] = []
+    warm: list[float] = []
+    try:
+        backend.run(request)  # warm-up
+        for _ in range(runs):  # interleaved; both after the same think time
+            time.sleep(THINK_S)
+            started = time.monotonic()
+            result = backend.run(request)
+            cold.append((time.monotonic() - started) * 1000)
+            backend.prestart(request)
+            time.sleep(THINK_S)
+            started = time.monotonic()
+            result = backend.run(request)
+            warm.append((time.monotonic() - started) * 1000)
+            if result.status != "completed" or not result.prestarted:
+                print(f"{runtime}: pre-started run not used: {result.reason}", file=sys.stderr)
+                return 1
+    finally:
+        backend.discard_prestarted()
+        backend.close()
+    cold_m, warm_m = _median(cold), _median(warm)
+    print(
+        f"\n{runtime}, run_tests as the caller sees it ({THINK_S:g} s model turn before each): "
+        f"cold {cold_m} ms, pre-started {warm_m} ms ({warm_m / cold_m:.2f}x)"
+    )
     return 0
