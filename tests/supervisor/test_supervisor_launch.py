@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from supervisor_helpers import valid_config
 
 from sandbox_supervisor import launch, protocol
 
@@ -66,31 +67,9 @@ class Probe(unittest.TestCase):
 
 
 def _pid1(workspace: Path, args: list[str], argv: list[str] | None = None) -> dict[str, Any]:
-    config = {
-        "v": 1,
-        "nonce": NONCE,
-        "runtime": "runc",
-        "argv": argv or [*launch.RUNNER_ARGV, *args],
-        "cwd": str(workspace),
-        "workload_env": ENV,
-        "deadline_s": 20.0,
-        "kill_grace_s": 1.0,
-        "output_budget": 1 << 20,
-        "go_timeout_s": 30.0,
-        "expect": {
-            "uid": 10001,
-            "gid": 10001,
-            "memory_bytes": 1 << 29,
-            "pids": 128,
-            "nofile": 256,
-            "fsize_bytes": 1 << 26,
-            "tmpfs_bytes": 1 << 26,
-            "env": {"PATH": "/usr/bin:/bin"},
-            "workspace": "/workspace",
-            "tmp": "/tmp",
-            "canary": {"syscall": 146, "errno": 131},
-        },
-    }
+    config = valid_config(
+        nonce=NONCE, argv=argv or [*launch.RUNNER_ARGV, *args], cwd=str(workspace), workload_env=ENV
+    )
     done = subprocess.run(
         [PYTHON, "-I", "-B", "-c", PID1, json.dumps(config)],
         input=protocol.GO,  # the host's go on PID 1's stdin

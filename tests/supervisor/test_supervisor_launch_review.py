@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from supervisor_helpers import valid_config
 
 from sandbox_supervisor import launch, protocol
 
@@ -81,31 +82,16 @@ def _pid1(
     argv = [*launch.RUNNER_ARGV, "unittest"]
     if launch_mode == "exec":
         argv = [PYTHON, "-I", "-B", "-c", FRESH]
-    config = {
-        "v": 1,
-        "nonce": NONCE,
-        "runtime": "runc",
-        "argv": argv,
-        "cwd": str(workspace),
-        "workload_env": env or PID1_ENV,
-        "deadline_s": deadline_s,
-        "kill_grace_s": 0.5,
-        "output_budget": output_budget,
-        "go_timeout_s": 30.0,
-        "expect": {
-            "uid": 10001,
-            "gid": 10001,
-            "memory_bytes": 1 << 29,
-            "pids": 128,
-            "nofile": 256,
-            "fsize_bytes": 1 << 26,
-            "tmpfs_bytes": 1 << 26,
-            "env": PID1_ENV,
-            "workspace": "/workspace",
-            "tmp": "/tmp",
-            "canary": {"syscall": 146, "errno": 131},
-        },
-    }
+    config = valid_config(
+        nonce=NONCE,
+        argv=argv,
+        cwd=str(workspace),
+        workload_env=env or PID1_ENV,
+        deadline_s=deadline_s,
+        kill_grace_s=0.5,
+        output_budget=output_budget,
+    )
+    config["expect"]["env"] = PID1_ENV
     secrets = tmp_path / "pid1_secrets"
     done = subprocess.run(
         [PYTHON, "-I", "-B", "-c", PID1, json.dumps(config), str(secrets)],

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from sandbox_agent.policy.commands import runner_command
-from sandbox_agent.sandbox.base import SandboxLimits, SandboxRequest
+from sandbox_agent.sandbox.base import SandboxLimits, SandboxRequest, SandboxResult
 from sandbox_agent.sandbox.docker_backend import DockerBackend
 
 pytestmark = pytest.mark.docker
@@ -127,6 +127,22 @@ class Kill(unittest.TestCase):
             pass
         self.fail("an honest failure")
 """
+
+
+def _run_attack(backend: DockerBackend, runtime: str, suite: str) -> SandboxResult:
+    """Run ``suite`` as the repository's tests, through the unittest runner."""
+    root = Path(tempfile.mkdtemp(prefix="sandbox-launch-review-"))
+    root.chmod(0o755)
+    (root / "test_attack.py").write_text(suite)
+    try:
+        request = SandboxRequest(
+            argv=runner_command("unittest").argv, workspace=root, runtime=runtime, limits=LIMITS
+        )
+        return backend.run(request)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 GVISOR_PROC1 = pytest.mark.xfail(
     strict=True,
     reason="G1: under runsc the workload opens /proc/1/fd/1 (the host stream) and kills PID 1",
@@ -152,16 +168,7 @@ def test_the_workload_cannot_reach_pid1_or_its_stream(
     host's cross-checks (last frame, Docker's exit code, output count) stop a forged
     pass today; the framing's premise, "the workload never holds PID 1's stdout",
     does not hold there."""
-    root = Path(tempfile.mkdtemp(prefix="sandbox-launch-review-"))
-    root.chmod(0o755)
-    (root / "test_attack.py").write_text(FORGE if attack == "forge_frame" else KILL)
-    try:
-        request = SandboxRequest(
-            argv=runner_command("unittest").argv, workspace=root, runtime=runtime, limits=LIMITS
-        )
-        result = backend.run(request)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    result = _run_attack(backend, runtime, FORGE if attack == "forge_frame" else KILL)
     assert result.status == "completed", result.reason
     assert result.attested
     assert result.exit_report_valid
@@ -198,16 +205,7 @@ def test_a_forged_exit_record_with_pid1_killed_is_never_evidence(
     exist. Under runc neither step works and the honest failure is reported."""
     assert "os.kill(1" in FORGE_THEN_KILL
     assert '"tests_run": 99' in FORGE_THEN_KILL
-    root = Path(tempfile.mkdtemp(prefix="sandbox-launch-review-"))
-    root.chmod(0o755)
-    (root / "test_attack.py").write_text(FORGE_THEN_KILL)
-    try:
-        request = SandboxRequest(
-            argv=runner_command("unittest").argv, workspace=root, runtime=runtime, limits=LIMITS
-        )
-        result = backend.run(request)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    result = _run_attack(backend, runtime, FORGE_THEN_KILL)
     assert result.runner_report is None or result.runner_report.tests_run != 99
     if runtime == "runsc":
         assert result.status == "refused", result.reason

@@ -32,6 +32,7 @@ RUNTIMES = [
 ]
 LIMITS = SandboxLimits(timeout_s=10, memory_bytes=128 * 1024 * 1024, pids=96)
 READY_WAIT_S = 20.0
+PASSING = "import unittest\nclass T(unittest.TestCase):\n    def test(self): pass\n"
 
 
 @pytest.fixture(scope="module")
@@ -143,9 +144,7 @@ def test_another_request_is_never_served_by_it(
     make_backend: Callable[..., DockerBackend], workspace: Path
 ) -> None:
     backend = make_backend(prestarted=1)
-    request = _suite(
-        workspace, "import unittest\nclass T(unittest.TestCase):\n    def test(self): pass\n"
-    )
+    request = _suite(workspace, PASSING)
     backend.prestart(request)
     _wait_ready(backend)
     selector = SandboxRequest(
@@ -162,9 +161,7 @@ def test_discarding_while_it_still_starts_leaves_nothing(
     make_backend: Callable[..., DockerBackend], workspace: Path
 ) -> None:
     backend = make_backend(prestarted=1)
-    request = _suite(
-        workspace, "import unittest\nclass T(unittest.TestCase):\n    def test(self): pass\n"
-    )
+    request = _suite(workspace, PASSING)
     backend.prestart(request)
     assert backend.discard_prestarted() == []
     assert list_sandboxes(backend.api, owner=backend.owner) == []
@@ -174,9 +171,7 @@ def test_cancelled_before_the_go_runs_nothing_and_removes_it(
     make_backend: Callable[..., DockerBackend], workspace: Path
 ) -> None:
     backend = make_backend(prestarted=1)
-    request = _suite(
-        workspace, "import unittest\nclass T(unittest.TestCase):\n    def test(self): pass\n"
-    )
+    request = _suite(workspace, PASSING)
     backend.prestart(request)
     _wait_ready(backend)
     cancel = CancelToken()
@@ -192,9 +187,7 @@ def test_one_past_its_go_timeout_is_not_used_and_pid1_gives_up_alone(
     make_backend: Callable[..., DockerBackend], workspace: Path
 ) -> None:
     backend = make_backend(prestarted=1, go_timeout_s=1.0)  # unusable at once (margin 5 s)
-    request = _suite(
-        workspace, "import unittest\nclass T(unittest.TestCase):\n    def test(self): pass\n"
-    )
+    request = _suite(workspace, PASSING)
     backend.prestart(request)
     _wait_ready(backend)
     (slot,) = backend._prestarter._slots
