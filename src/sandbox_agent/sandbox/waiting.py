@@ -98,6 +98,27 @@ def _host_deadline(started: StartedSandbox) -> float:
     return clock + limits.timeout_s + KILL_GRACE_S + HOST_DEADLINE_MARGIN_S
 
 
+def _decide_go(started: StartedSandbox, cancel: CancelToken, *, hold: bool) -> bool:
+    """Once the attestation is in and nothing is decided: the go, or a withheld one
+    (record not accepted, or cancelled), or with ``hold`` a pause before the go.
+
+    Returns:
+        True when reading must pause here (``hold``), the sandbox then ``ready``.
+    """
+    reader = started.reader
+    if started.go_decided or started.killed_at is not None or not reader.attestation_seen:
+        return False
+    if started.attest_ms is None:
+        started.attest_ms = elapsed_ms(started.started_at)
+    if not reader.attested or cancel.cancelled:
+        started.withhold()
+        return False
+    if hold:
+        return True
+    started.go()
+    return False
+
+
 def read_frames(
     api: Any, started: StartedSandbox, cancel: CancelToken, *, hold: bool = False
 ) -> None:
@@ -109,11 +130,7 @@ def read_frames(
     """
     prepared = started.prepared
     reader = started.reader
-    if started.ready and not hold:
-        if cancel.cancelled:
-            started.withhold()
-        else:
-            started.go()
+    _decide_go(started, cancel, hold=hold)  # a pre-started sandbox resumed here
     while True:
         now = time.monotonic()
         if started.killed_at is None:
@@ -135,14 +152,8 @@ def read_frames(
             elif len(started.pid1_stderr) < MAX_PID1_STDERR:
                 room = MAX_PID1_STDERR - len(started.pid1_stderr)
                 started.pid1_stderr.extend(piece[:room])
-        if reader.attestation_seen and not started.go_decided and started.killed_at is None:
-            started.attest_ms = elapsed_ms(started.started_at)
-            if not reader.attested:
-                started.withhold()
-            elif hold:
-                return
-            else:
-                started.go()
+        if _decide_go(started, cancel, hold=hold):
+            return
 
 
 def wait_for_exit(api: Any, started: StartedSandbox, cancel: CancelToken) -> SandboxResult:
