@@ -8,7 +8,9 @@ Skipped Docker tests are also listed in ``$SANDBOX_AGENT_SKIP_LOG`` when it is s
 from __future__ import annotations
 
 import functools
+import gc
 import os
+import warnings
 from collections.abc import Generator
 from pathlib import Path
 
@@ -34,7 +36,17 @@ def docker_problem() -> str | None:
         finally:
             client.close()
     except Exception as error:
-        return f"no Docker daemon answers ({type(error).__name__}); run 'make test' to set it up"
+        refused = f"no Docker daemon answers ({type(error).__name__}); run 'make test' to set it up"
+    else:
+        refused = None
+    if refused is not None:
+        # A refused connection leaves the SDK's unix socket to the garbage collector (once
+        # the exception is gone); its ResourceWarning would otherwise surface, as an error,
+        # in whichever test happens to run next.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            gc.collect()
+        return refused
     from sandbox_agent.errors import SetupError
     from sandbox_agent.hostsetup import image
 
