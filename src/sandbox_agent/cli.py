@@ -56,7 +56,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     Args:
         only: add the arguments of this subcommand alone (the others keep their help
-            line), so one command's start-up does not pay for another's imports.
+            line), so one command's start-up does not pay for another's imports; ``""``
+            adds none (the top-level help and an unknown command need only the table).
     """
     parser = _Parser(prog="sandbox-agent", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -73,7 +74,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     words = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(words[0] if words and words[0] in COMMANDS else None)
+    parser = build_parser(words[0] if words and words[0] in COMMANDS else "")
     args = parser.parse_args(words)
     try:
         code: int = args._run(args)
