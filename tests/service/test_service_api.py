@@ -26,13 +26,25 @@ def test_health_needs_no_token_and_the_page_shell_loads(server: LiveServer) -> N
         assert client.get("/static/app.js").status_code == 200
 
 
-def test_a_run_goes_from_queued_to_its_result(server: LiveServer) -> None:
+def test_a_run_goes_from_queued_to_its_result(
+    make_settings: Callable[..., ServiceSettings], start_server: Callable[..., LiveServer]
+) -> None:
+    # The run waits for the test's look at it: a 0.2 s run could end before the GET did.
+    looked = threading.Event()
+
+    class Gated(FakeRunFunction):
+        def __call__(self, config, **kwargs):  # type: ignore[no-untyped-def]
+            looked.wait(10)
+            return super().__call__(config, **kwargs)
+
+    server = start_server(make_settings(), Gated(seconds=0.2))
     with server.client() as client:
         answer = client.post("/runs", json=SUBMISSION)
         assert answer.status_code == 202
         run_id = answer.json()["id"]
         assert answer.headers["location"] == f"/runs/{run_id}"
         assert client.get(f"/runs/{run_id}").json()["status"] in {"QUEUED", "RUNNING"}
+        looked.set()
         run = wait_finished(client, run_id)
         assert run["status"] == "SUCCEEDED"
         assert run["diff"] == FAKE_DIFF

@@ -168,13 +168,18 @@ def test_a_flood_is_cut_at_the_budget(runtime: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_processes_that_left_the_group_die_with_the_workload(runtime: str, tmp_path: Path) -> None:
+    # The parent ends only once the child has left its group: otherwise the group kill
+    # alone could catch a child not yet scheduled, and the test passed proving nothing.
     code = (
         "import os, time\n"
+        "left, tell = os.pipe()\n"
         "if os.fork() == 0:\n"
         "    os.setsid()\n"
+        "    os.write(tell, b'1')\n"
         "    time.sleep(0.4)\n"  # within PID 1's drain window, had it survived
         "    os.write(1, b'escaped')\n"
         "    os._exit(0)\n"
+        "os.read(left, 1)\n"
         "print('main')\n"
     )
     result = _run_container(runtime, tmp_path, ["/usr/bin/python3", "-I", "-c", code])

@@ -43,7 +43,9 @@ def test_reap_orphans_leaves_other_peoples_children_alone() -> None:
     child = os.fork()
     if child == 0:
         os._exit(5)
-    time.sleep(0.05)
+    # Exited but not reaped (WNOWAIT), so reap_orphans really has a zombie to leave alone;
+    # a fixed sleep let it run before the exit and pass without testing anything.
+    os.waitid(os.P_PID, child, os.WEXITED | os.WNOWAIT)
     reaper.reap_orphans()
     _, status = os.waitpid(child, 0)  # still ours to reap
     assert os.WEXITSTATUS(status) == 5

@@ -53,11 +53,18 @@ def test_linear_time_on_pathological_input() -> None:
     redactor = Redactor({"API_KEY": "a" * 40})
     small = ("sk-" * 20_000) + ("Bearer " * 10_000) + ("-----BEGIN PRIVATE KEY-----" * 2_000)
     large = small * 8
-    began = time.perf_counter()
-    redactor.text(small)
-    small_s = time.perf_counter() - began
-    began = time.perf_counter()
-    redactor.text(large)
-    large_s = time.perf_counter() - began
+
+    def best_of_three(text: str) -> float:
+        # The fastest of a few runs: one descheduling on a shared machine (~15 ms of
+        # work here) must not read as quadratic time.
+        timings = []
+        for _ in range(3):
+            began = time.perf_counter()
+            redactor.text(text)
+            timings.append(time.perf_counter() - began)
+        return min(timings)
+
+    small_s = best_of_three(small)
+    large_s = best_of_three(large)
     assert large_s < 2.0
     assert large_s < max(small_s, 0.005) * 40  # ~8x the input, far from quadratic's 64x
