@@ -2,6 +2,6 @@
 
 import sys
 
-from sandbox_agent.cli import main
+from sandbox_agent.cli import console
 
-sys.exit(main())
+sys.exit(console())

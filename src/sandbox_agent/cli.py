@@ -10,6 +10,7 @@ succeed, 2 a usage or setup error (one line saying what to do).
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import sys
 from collections.abc import Sequence
@@ -87,5 +88,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+def console() -> int:
+    """The ``sandbox-agent`` console script (and ``python -m sandbox_agent``): ``main``, then
+    an exit without the interpreter's last full garbage collection.
+
+    By then every file the command wrote is closed and its output flushed; what is left
+    is pydantic's and the Docker SDK's object graphs, and collecting them only delays
+    the exit (~0.1 s of a ~1 s demo). ``gc.freeze`` moves them out of the collector's
+    reach; finalisation still runs (atexit handlers, the standard streams' flush).
+    """
+    code = main()
+    gc.freeze()
+    return code
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console())
