@@ -59,13 +59,13 @@ test: setup browser
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 check: venv
-	.venv/bin/ruff check src tests
-	.venv/bin/ruff format --check src tests
+	.venv/bin/ruff check src tests benchmarks scripts
+	.venv/bin/ruff format --check src tests benchmarks scripts
 	.venv/bin/mypy src
 
 fmt: venv
-	.venv/bin/ruff format src tests
-	.venv/bin/ruff check --fix src tests
+	.venv/bin/ruff format src tests benchmarks scripts
+	.venv/bin/ruff check --fix src tests benchmarks scripts
 
 bench: setup
 	$(PY) -m benchmarks

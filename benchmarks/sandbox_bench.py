@@ -97,7 +97,7 @@ def main(argv: list[str]) -> int:
     print(f"bare host python3 -m unittest: {bare} ms (median of {args.runs})")
     for runtime in args.runtime or ["runc", "runsc"]:
         for label, command in WORKLOADS.items():
-            code = _compare(backend, workspace, runtime, label, command, args.runs)
+            code = _compare(backend, workspace, runtime, label, command, runs=args.runs)
             if code:
                 return code
         code = _prestart_compare(workspace, runtime, args.runs)
@@ -108,7 +108,7 @@ def main(argv: list[str]) -> int:
 
 
 def _compare(
-    backend: Any, workspace: Path, runtime: str, label: str, argv: tuple[str, ...], runs: int
+    backend: Any, workspace: Path, runtime: str, label: str, argv: tuple[str, ...], *, runs: int
 ) -> int:
     """One workload on one runtime: raw Docker and verified runs, interleaved."""
     from sandbox_agent.sandbox.base import SandboxRequest

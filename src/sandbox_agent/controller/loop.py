@@ -62,7 +62,7 @@ def run_task(
     """Run one task to a terminal status computed from evidence.
 
     Writes ``RUN_DIR/trace.jsonl``, ``result.json`` and ``diff.patch`` (RUN_DIR is
-    ``<trace_dir>/<run_id>``) and seals them when the evidence module is installed.
+    ``<trace_dir>/<run_id>``) and seals them (``sandbox_agent.evidence``).
 
     Args:
         config: what to run, with which provider and limits.

@@ -120,6 +120,7 @@ class RunSession:
             )
             if config.prestart:
                 toolbox.prestart()  # its start overlaps the set-up and the model's first turns
+                _import_what_the_end_needs()  # while Docker starts it, not after the last run
             trace = TraceWriter(self.run_dir, self.run_id, Redactor(), on_event)
             state = LoopState()
             result: RunResult | None = None
@@ -269,10 +270,8 @@ class RunSession:
         self._seal(result, trace)
 
     def _seal(self, result: RunResult, trace: TraceWriter) -> None:
-        try:
-            from sandbox_agent.evidence import seal_run
-        except ImportError:
-            return
+        from sandbox_agent.evidence import seal_run
+
         record: dict[str, Any] = {
             "result": json.loads(result.model_dump_json()),
             "fixture_sha256_before": result.fixture.sha256_before,
@@ -283,6 +282,11 @@ class RunSession:
             **self.backend.digests(),
         }
         seal_run(self.run_dir, record)
+
+
+def _import_what_the_end_needs() -> None:
+    """Import the sealing code (``cryptography``: ~30 ms) early, off the critical path."""
+    import sandbox_agent.evidence  # noqa: F401
 
 
 def _final_fields(final: TestRun) -> dict[str, Any]:

@@ -99,6 +99,13 @@ class DockerBackend(SandboxBackend):
 
     @override
     def prestart(self, request: SandboxRequest) -> None:
+        try:
+            # The SDK's import and the client are made here, so the pre-start thread
+            # goes straight to ``create`` and the caller's next work overlaps the
+            # daemon's, not the import (one interpreter lock for both threads).
+            self.api  # noqa: B018
+        except DockerUnavailable:
+            return  # the run itself will say so
         self._prestarter.reopen()
         self._prestarter.offer(request)
 
