@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import errno
+import socket
 from pathlib import Path
 
 HELP = "serve the HTTP API and the web page (bearer token; loopback by default)"
@@ -13,7 +15,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from sandbox_agent.service import settings as defaults
 
     parser.add_argument("--host", default=defaults.DEFAULT_HOST, help="address to bind")
-    parser.add_argument("--port", type=int, default=defaults.DEFAULT_PORT, help="port to bind")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=defaults.DEFAULT_PORT,
+        help="port to bind (0: any free port, printed)",
+    )
     parser.add_argument(
         "--token-file",
         type=Path,
@@ -42,27 +49,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Check the flags, load or make the token, then serve until interrupted.
+    """Check the flags, bind, load or make the token, then serve until interrupted.
+
+    The URL is printed (with the port chosen for ``--port 0``) once the socket listens,
+    so whoever reads it can connect at once.
 
     Raises:
         UsageError: a bad flag, or a non-loopback address without ``--token-file``.
         SetupError: the token file is unusable.
     """
-    import uvicorn
-    from pydantic import ValidationError
-
     from sandbox_agent.errors import UsageError
-    from sandbox_agent.service import ServiceSettings, create_app
-    from sandbox_agent.service.auth import load_or_create_token
-    from sandbox_agent.service.settings import is_loopback, service_home
+    from sandbox_agent.service.settings import is_loopback
 
     if not is_loopback(args.host) and args.token_file is None:
         raise UsageError(
             f"refusing to bind non-loopback address {args.host} without an explicit "
             "--token-file: give one (it is made, mode 0600, if missing)"
         )
-    if not 0 < args.port < 65536:
-        raise UsageError(f"--port {args.port} is not a port number (1-65535)")
+    if not 0 <= args.port < 65536:
+        raise UsageError(f"--port {args.port} is not a port number (0-65535; 0: any free port)")
+    listener = _listen(args.host, args.port)
+    try:
+        return _serve(args, listener)
+    finally:
+        listener.close()
+
+
+def _serve(args: argparse.Namespace, listener: socket.socket) -> int:
+    """Load or make the token, then serve on ``listener`` until interrupted."""
+    import uvicorn
+    from pydantic import ValidationError
+
+    from sandbox_agent.errors import UsageError
+    from sandbox_agent.service import ServiceSettings, create_app
+    from sandbox_agent.service.auth import load_or_create_token
+    from sandbox_agent.service.settings import service_home
+
     token_path: Path = args.token_file or service_home() / "token"
     token = load_or_create_token(token_path)
     if token.created:
@@ -83,6 +105,34 @@ def run(args: argparse.Namespace) -> int:
         problem = error.errors()[0]
         flag = "--" + str(problem["loc"][0]).replace("_", "-")
         raise UsageError(f"{flag}: {problem['msg']}") from None
-    print(f"sandbox-agent serve: http://{args.host}:{args.port}/ (token in {token_path})")
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level="info")
+    host, port = listener.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    print(f"sandbox-agent serve: http://{shown}:{port}/ (token in {token_path})", flush=True)
+    server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="info"))
+    server.run(sockets=[listener])
     return 0
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host:port``, bound before anything is made or printed.
+
+    Raises:
+        UsageError: the address does not resolve, is in use, or cannot be bound here.
+    """
+    from sandbox_agent.errors import UsageError
+
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        return socket.create_server((host, port), family=family[0][0])
+    except socket.gaierror as error:
+        raise UsageError(
+            f"--host {host} does not resolve ({error.strerror}): give an address"
+        ) from None
+    except OSError as error:
+        if error.errno == errno.EADDRINUSE:
+            raise UsageError(
+                f"{host}:{port} is in use: choose another --port, or --port 0 for any free one"
+            ) from None
+        raise UsageError(
+            f"cannot listen on {host}:{port} ({error.strerror}): give another --host or --port"
+        ) from None
