@@ -53,7 +53,8 @@ class HostileRun(FakeRunFunction):
         for step, call in enumerate(calls, start=1):
             emit({"event": hostile("kind"), "step": step, **call.model_dump()})
         result = self._result(config, "FAILED", hostile("reason"), calls, "")
-        diff = f"--- a/{hostile('old')}\n+++ b/{hostile('new')}\n@@ -1 +1 @@\n-{MARKUP}\n+{JS_URL}\n"
+        diff = f"--- a/{hostile('old')}\n+++ b/{hostile('new')}\n@@ -1 +1 @@\n"
+        diff += f"-{MARKUP}\n+{JS_URL}\n"
         return result.model_copy(
             update={"diff": diff, "model_summary": hostile("model"), "model": hostile("model-name")}
         )
@@ -127,9 +128,7 @@ def test_s1_a_streamed_body_over_the_limit_is_still_refused_with_a_token(
 
 
 @pytest.mark.parametrize("host", ["attacker.example", "attacker.example:8000", "10.0.0.1:80"])
-def test_s2_a_loopback_server_refuses_a_foreign_host_header(
-    server: LiveServer, host: str
-) -> None:
+def test_s2_a_loopback_server_refuses_a_foreign_host_header(server: LiveServer, host: str) -> None:
     for path in ("/", "/health", "/openapi.json", "/static/app.js", "/runs"):
         answer = httpx.get(server.url + path, headers={"Host": host})
         assert answer.status_code == 421, (host, path)
@@ -137,7 +136,9 @@ def test_s2_a_loopback_server_refuses_a_foreign_host_header(
         assert answer.headers["cache-control"] == "no-store"
 
 
-@pytest.mark.parametrize("host", ["localhost", "LOCALHOST:1", "127.0.0.1", "127.1.2.3:9", "[::1]:8"])
+@pytest.mark.parametrize(
+    "host", ["localhost", "LOCALHOST:1", "127.0.0.1", "127.1.2.3:9", "[::1]:8"]
+)
 def test_s2_loopback_host_headers_are_served(server: LiveServer, host: str) -> None:
     assert httpx.get(server.url + "/health", headers={"Host": host}).status_code == 200
 
@@ -159,7 +160,8 @@ def test_s3_live_events_arrive_intact_whatever_characters_they_hold(
     with server.client() as client:
         run_id = client.post("/runs", json=SUBMISSION).json()["id"]
         run = wait_finished(client, run_id)
-        stored = [json.loads(line) for line in client.get(f"/runs/{run_id}/trace").text.splitlines()]
+        trace = client.get(f"/runs/{run_id}/trace").text
+        stored = [json.loads(line) for line in trace.split("\n") if line]  # NDJSON: LF only
         frames = sse_frames(client.get(f"/runs/{run_id}/events").text)
     assert [json.loads(data) for name, data in frames if name == "trace"] == stored
     assert frames[-1][0] == "end"

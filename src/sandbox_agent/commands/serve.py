@@ -90,6 +90,7 @@ def _serve(args: argparse.Namespace, listener: socket.socket) -> int:
     if token.created:
         print(f"sandbox-agent serve: new bearer token (kept in {token_path}): {token.token}")
     chosen = {
+        "host": args.host,
         "db_path": args.db,
         "fixtures_dir": args.fixtures_dir,
         "max_concurrent": args.max_concurrent,

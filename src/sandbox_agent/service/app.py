@@ -8,13 +8,16 @@ Runs are executed by the injected run function (``run_task`` by default).
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request, Response
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
@@ -30,7 +33,7 @@ from sandbox_agent.service.middleware import LimitsMiddleware, TokenGate
 from sandbox_agent.service.models import Health
 from sandbox_agent.service.ratelimit import RateLimiter
 from sandbox_agent.service.routes import ServiceState, router
-from sandbox_agent.service.settings import ServiceSettings
+from sandbox_agent.service.settings import ServiceSettings, is_loopback
 from sandbox_agent.service.store import RunStore
 
 log = logging.getLogger(__name__)
@@ -87,10 +90,16 @@ def create_app(
         version="1",
         lifespan=lifespan,
     )
-    # Added last runs first: the size limit (which also adds the security headers),
-    # then the token gate, then FastAPI's routing and body parsing.
+    # Added last runs first: the Host check and size limit (which also add the security
+    # headers), then the token gate, then FastAPI's routing and body parsing.
     app.add_middleware(TokenGate, token=settings.token)
-    app.add_middleware(LimitsMiddleware, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        LimitsMiddleware,
+        max_body_bytes=settings.max_body_bytes,
+        loopback_only=is_loopback(settings.host),
+    )
+
+    app.add_exception_handler(RequestValidationError, _invalid_request)
 
     @app.get("/health", response_model=Health, tags=["service"])
     def health() -> Health:
@@ -104,6 +113,14 @@ def create_app(
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     app.include_router(router)
     return app
+
+
+async def _invalid_request(request: Request, error: Exception) -> Response:
+    """FastAPI's 422 answer, as JSON escaped to ASCII: the errors echo the client's input,
+    and a lone surrogate in it made the default answer (UTF-8) fail with a 500."""
+    errors = error.errors() if isinstance(error, RequestValidationError) else []
+    body = json.dumps({"detail": jsonable_encoder(errors)})
+    return Response(body, status_code=422, media_type="application/json")
 
 
 def _reap_quietly(reap_fn: ReapFunction) -> None:

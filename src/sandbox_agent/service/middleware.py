@@ -8,6 +8,7 @@ import json
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sandbox_agent.service.auth import token_matches
+from sandbox_agent.service.settings import is_loopback
 
 PUBLIC_PATHS = frozenset({"/health", "/", "/openapi.json", "/docs", "/docs/oauth2-redirect"})
 """Paths that need no token: liveness, the page shell, its static files, the schema."""
@@ -30,52 +31,73 @@ _SECURITY_HEADERS = [
 
 
 class LimitsMiddleware:
-    """Refuse bodies over ``max_body_bytes`` (declared or streamed) and add security headers."""
+    """Refuse a foreign ``Host`` (on a loopback server) and bodies over ``max_body_bytes``
+    (declared or as read), and add security headers to every answer.
 
-    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+    The body is never read here, only counted as the app reads it; the app reads it only
+    once the token gate has let the request through, so a client without the token can
+    never make the server wait for, or hold, its body.
+    """
+
+    def __init__(self, app: ASGIApp, max_body_bytes: int, loopback_only: bool = False) -> None:
         self._app = app
         self._max = max_body_bytes
+        self._loopback_only = loopback_only
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
-        headers = dict(scope.get("headers") or [])
-        declared = headers.get(b"content-length")
+        headers = scope.get("headers") or []
+        hosts = [value for name, value in headers if name == b"host"]
+        if self._loopback_only and not all(map(_names_loopback, hosts)):
+            await _answer(send, 421, FOREIGN_HOST_DETAIL, _SECURITY_HEADERS)
+            return
+        declared = dict(headers).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self._max):
             await _too_large(send, self._max)
             return
-        # Read the whole body first (it is small by definition), so that a chunked body
-        # without Content-Length is refused with 413 too, before any handler sees it.
-        chunks: list[bytes] = []
         received = 0
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] != "http.request":
-                return  # the client went away
-            chunk = message.get("body", b"")
-            received += len(chunk)
-            if received > self._max:
-                await _too_large(send, self._max)
-                return
-            chunks.append(chunk)
-            more = message.get("more_body", False)
-        replayed = False
+        started = refused = False
 
-        async def replay_receive() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-            return await receive()
+        async def counted_receive() -> Message:
+            nonlocal received, refused
+            message = await receive()
+            if message["type"] == "http.request" and not refused:
+                received += len(message.get("body", b""))
+                if received > self._max:
+                    refused = True
+                    if not started:
+                        await _too_large(send, self._max)
+            # The app sees the client gone, stops reading, and its answer is dropped.
+            return {"type": "http.disconnect"} if refused else message
 
         async def secure_send(message: Message) -> None:
+            nonlocal started
+            if refused:
+                return
             if message["type"] == "http.response.start":
+                started = True
                 message["headers"] = [*message.get("headers", []), *_SECURITY_HEADERS]
             await send(message)
 
-        await self._app(scope, replay_receive, secure_send)
+        await self._app(scope, counted_receive, secure_send)
+
+
+FOREIGN_HOST_DETAIL = (
+    "the Host header names another server: this one listens on loopback and answers "
+    "only loopback names (a guard against DNS rebinding); use http://127.0.0.1:PORT/"
+)
+
+
+def _names_loopback(host: bytes) -> bool:
+    """True when a ``Host`` header value names a loopback host (any port)."""
+    text = host.decode("latin-1").strip().lower()
+    if text.startswith("["):
+        name = text[1 : text.find("]")] if "]" in text else ""
+    else:
+        name = text.rsplit(":", 1)[0] if ":" in text else text
+    return is_loopback(name)
 
 
 class TokenGate:
@@ -104,8 +126,10 @@ class TokenGate:
             "missing or wrong bearer token: send 'Authorization: Bearer TOKEN' "
             "with the token from the server's token file"
         )
-        # The security headers come from LimitsMiddleware, which wraps this gate.
-        await _answer(send, 401, detail, [(b"www-authenticate", b"Bearer")])
+        # The security headers come from LimitsMiddleware, which wraps this gate. The body
+        # is never read: the connection is closed rather than drained.
+        extra = [(b"www-authenticate", b"Bearer"), (b"connection", b"close")]
+        await _answer(send, 401, detail, extra)
 
 
 async def _too_large(send: Send, limit: int) -> None:

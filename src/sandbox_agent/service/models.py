@@ -8,9 +8,10 @@ is ``QUEUED`` or ``RUNNING`` until it holds the result's terminal status, or
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sandbox_agent.controller.models import (
     BudgetUsed,
@@ -39,6 +40,17 @@ class ToolStep(BaseModel):
 
     tool: str = Field(min_length=1, max_length=100)
     args: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("args")
+    @classmethod
+    def _storable(cls, args: dict[str, Any]) -> dict[str, Any]:
+        # Any-typed values skip pydantic's string checks: a lone surrogate (valid in JSON
+        # escapes, not in UTF-8) would pass here and fail when the run is stored.
+        try:
+            json.dumps(args, ensure_ascii=False).encode()
+        except UnicodeEncodeError:
+            raise ValueError("args hold a lone surrogate: send valid Unicode text") from None
+        return args
 
 
 class RawStep(BaseModel):

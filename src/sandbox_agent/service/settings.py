@@ -46,6 +46,9 @@ class ServiceSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    host: str = DEFAULT_HOST
+    """The address the server binds. When it is a loopback one, a request whose ``Host``
+    header names anything else is refused (421): a guard against DNS rebinding."""
     db_path: Path = Field(default_factory=lambda: service_home() / "runs.sqlite3")
     """SQLite database of runs and their trace events."""
     token: str = Field(min_length=16)

@@ -21,7 +21,10 @@ KEEPALIVE_S = 15.0
 def _frame(event: str, data: str, event_id: int | None = None) -> str:
     lines = [f"id: {event_id}"] if event_id is not None else []
     lines.append(f"event: {event}")
-    lines.extend(f"data: {line}" for line in data.splitlines() or [""])
+    # Split at "\n" only: an SSE line ends at CR or LF, and JSON text holds neither raw,
+    # while str.splitlines would also break at U+2028, U+0085 and the like, which JSON
+    # keeps raw inside strings, and so corrupt the event a client reassembles.
+    lines.extend(f"data: {line}" for line in data.split("\n"))
     return "\n".join(lines) + "\n\n"
 
 
