@@ -17,7 +17,8 @@ def detect_runner(repo: Path) -> RunnerName:
     pytest is chosen when the root has ``pytest.ini`` or ``conftest.py``, a
     ``pyproject.toml`` with ``[tool.pytest.ini_options]``, a ``setup.cfg`` with
     ``[tool:pytest]``, or a ``tox.ini`` with ``[pytest]``. A file that cannot be parsed
-    counts as not configuring pytest. Links are not followed.
+    counts as not configuring pytest (also one nested too deeply for the parser).
+    Links are not followed.
     """
     if _regular(repo / "pytest.ini") or _regular(repo / "conftest.py"):
         return "pytest"
@@ -25,7 +26,9 @@ def detect_runner(repo: Path) -> RunnerName:
     if pyproject is not None:
         try:
             tool = tomllib.loads(pyproject).get("tool", {})
-        except tomllib.TOMLDecodeError:
+        except (tomllib.TOMLDecodeError, RecursionError):
+            # tomllib recurses once per nesting level: a hostile file of nested arrays
+            # is unparseable for us (and for pytest), never a crash.
             tool = {}
         pytest_table = tool.get("pytest", {}) if isinstance(tool, dict) else {}
         if isinstance(pytest_table, dict) and "ini_options" in pytest_table:
