@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from service_harness import make_settings, server, start_server
+from service_harness import browser_page, make_settings, server, start_server
 
-__all__ = ["make_settings", "server", "start_server"]
+__all__ = ["browser_page", "make_settings", "server", "start_server"]

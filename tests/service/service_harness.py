@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -17,6 +18,7 @@ from sandbox_agent.service import ServiceSettings, create_app
 from sandbox_agent.service.executor import RunFunction
 from sandbox_agent.service.fake_run import FakeRunFunction
 from sandbox_agent.service.models import IN_FLIGHT, PreflightStatus
+from sandbox_agent.service.server import server_config
 
 TOKEN = "test-token-0123456789abcdef"
 FIXTURE_NAMES = ("paginator", "textstats")
@@ -32,7 +34,7 @@ class LiveServer:
         self._socket.bind(("127.0.0.1", 0))
         self.port = self._socket.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(self.app, log_level="warning", lifespan="on")
+        config = server_config(self.app, settings, log_level="warning", lifespan="on")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True
@@ -128,3 +130,33 @@ def wait_status(client: httpx.Client, run_id: str, status: str, timeout: float =
     while client.get(f"/runs/{run_id}").json()["status"] != status:
         assert time.monotonic() < deadline, f"run {run_id} never became {status}"
         time.sleep(0.02)
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture
+def browser_page() -> Iterator[object]:
+    if not CHROMIUM.exists():
+        message = f"{CHROMIUM} is missing: 'make browser' installs Debian's chromium"
+        if os.environ.get("CI"):
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield browser.new_page(viewport={"width": 1200, "height": 900})
+        finally:
+            browser.close()

@@ -3,9 +3,7 @@ submit a run through the page, watch it finish, and read its view."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 from service_harness import TOKEN, LiveServer
@@ -16,35 +14,7 @@ from sandbox_agent.settings import PROJECT_ROOT
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 SCREENSHOT = PROJECT_ROOT / "artifacts" / "service-run-view.png"
-
-
-@pytest.fixture
-def browser_page() -> Iterator[object]:
-    if not CHROMIUM.exists():
-        message = f"{CHROMIUM} is missing: 'make browser' installs Debian's chromium"
-        if os.environ.get("CI"):
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield browser.new_page(viewport={"width": 1200, "height": 900})
-        finally:
-            browser.close()
 
 
 def test_submit_watch_and_inspect_a_run_in_the_page(

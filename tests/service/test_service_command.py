@@ -86,3 +86,18 @@ def test_a_port_out_of_range_is_refused(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "0-65535" in done.stderr
+
+
+def test_a_head_timeout_out_of_range_names_its_flag(tmp_path: Path) -> None:
+    env = {**os.environ, "SANDBOX_AGENT_HOME": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "sandbox_agent", "serve", "--port", "0", "--head-timeout", "0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("sandbox-agent serve: --head-timeout:"), done.stderr

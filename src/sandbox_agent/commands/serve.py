@@ -35,6 +35,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=defaults.DEFAULT_MAX_QUEUE,
         help="runs waiting beyond --max-concurrent before 429",
     )
+    parser.add_argument(
+        "--head-timeout",
+        type=float,
+        default=defaults.DEFAULT_HEAD_TIMEOUT_S,
+        metavar="SECONDS",
+        help="close a connection that has not sent a whole request head by then",
+    )
     parser.add_argument("--fixtures-dir", type=Path, help="the folder of named fixtures")
     parser.add_argument(
         "--runtime", choices=("runc", "runsc"), default="runc", help="sandbox runtime"
@@ -83,6 +90,7 @@ def _serve(args: argparse.Namespace, listener: socket.socket) -> int:
     from sandbox_agent.errors import UsageError
     from sandbox_agent.service import ServiceSettings, create_app
     from sandbox_agent.service.auth import load_or_create_token
+    from sandbox_agent.service.server import server_config
     from sandbox_agent.service.settings import service_home
 
     token_path: Path = args.token_file or service_home() / "token"
@@ -95,6 +103,7 @@ def _serve(args: argparse.Namespace, listener: socket.socket) -> int:
         "fixtures_dir": args.fixtures_dir,
         "max_concurrent": args.max_concurrent,
         "max_queue": args.max_queue,
+        "head_timeout_s": args.head_timeout,
         "runtime": args.runtime,
         "providers": tuple(args.providers) if args.providers else None,
     }
@@ -104,12 +113,13 @@ def _serve(args: argparse.Namespace, listener: socket.socket) -> int:
         )
     except ValidationError as error:
         problem = error.errors()[0]
-        flag = "--" + str(problem["loc"][0]).replace("_", "-")
+        field = str(problem["loc"][0])
+        flag = "--head-timeout" if field == "head_timeout_s" else "--" + field.replace("_", "-")
         raise UsageError(f"{flag}: {problem['msg']}") from None
     host, port = listener.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     print(f"sandbox-agent serve: http://{shown}:{port}/ (token in {token_path})", flush=True)
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="info"))
+    server = uvicorn.Server(server_config(create_app(settings), settings, log_level="info"))
     server.run(sockets=[listener])
     return 0
 

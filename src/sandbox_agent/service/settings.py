@@ -17,6 +17,7 @@ DEFAULT_MAX_QUEUE = 32
 DEFAULT_MAX_BODY_BYTES = 256 * 1024
 DEFAULT_RATE_PER_SECOND = 1.0
 DEFAULT_RATE_BURST = 20
+DEFAULT_HEAD_TIMEOUT_S = 10.0
 DEFAULT_PROVIDERS: tuple[str, ...] = ("scripted", "injection", "mock-adversarial")
 """Simulated providers only: a real model spends money, so it is opt-in (``--provider``)."""
 
@@ -67,6 +68,8 @@ class ServiceSettings(BaseModel):
     """Submissions per second refilled into each client's bucket."""
     rate_burst: int = Field(DEFAULT_RATE_BURST, ge=1)
     """Submissions a client may make at once (the bucket's size)."""
+    head_timeout_s: float = Field(DEFAULT_HEAD_TIMEOUT_S, gt=0, le=3600)
+    """Seconds a connection has to send a whole request head; then it is closed."""
     providers: tuple[str, ...] = DEFAULT_PROVIDERS
     """Provider names a client may ask for."""
     runtime: Runtime = "runc"
