@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import re2
@@ -14,6 +15,11 @@ from sandbox_agent.workspace.safefs import SafeFS
 
 RE2_MAX_MEM = 8 * 1024 * 1024
 """Memory RE2 may use for one compiled pattern; a larger program is a bad pattern."""
+MAX_LINE_WORK = 1 << 27
+"""Characters of one line times instructions of the program, at most. RE2 is linear in
+the text, but when its DFA gives up (a pattern like ``a[ab]{999}c``) each character costs
+one step per instruction (~10 ns): one 1 MiB line could hold a call for a minute, and
+one C call cannot be interrupted. Longer lines are skipped (the result is truncated)."""
 
 ToolResult = tuple[str, dict[str, Any]]
 """A one-line message and the bounded result payload."""
@@ -124,38 +130,55 @@ def compile_pattern(pattern: str) -> Any:
 def search(fs: SafeFS, args: SearchArgs, limits: ToolLimits) -> ToolResult:
     """Lines matching ``args.pattern`` in the text files at or under ``args.path``.
 
+    Bounded in matches, bytes scanned, time (``max_search_seconds``, checked between
+    lines) and work per line (``MAX_LINE_WORK``); a bound reached marks it truncated.
+
     Raises:
         ToolDenied: ``search.bad_pattern`` or a ``path.*`` code for ``args.path``.
     """
     program = compile_pattern(args.pattern)
+    longest_line = MAX_LINE_WORK // max(program.programsize, 1)
+    deadline = time.monotonic() + limits.max_search_seconds
     matches: list[dict[str, Any]] = []
     scanned = 0
-    truncated = False
+    stopped: str | None = None
+    skipped_lines = 0
     for file in fs.iter_files(args.path, limits.max_search_file_bytes):
         scanned += len(file.content)
         if scanned > limits.max_search_total_bytes:
-            truncated = True
+            stopped = "narrow the pattern or the path"
             break
         try:
             text = decode_text(file.content, file.path)
         except ToolDenied:
             continue
         for number, line in enumerate(lines_of(text), start=1):
+            if time.monotonic() > deadline:
+                stopped = f"time limit of {limits.max_search_seconds:g} s; narrow the path"
+                break
+            if len(line) > longest_line:
+                skipped_lines += 1
+                continue
             if program.search(line) is None:
                 continue
             if len(matches) == limits.max_search_matches:
-                truncated = True
+                stopped = "narrow the pattern or the path"
                 break
             matches.append(
                 {"path": file.path, "line": number, "text": cut(line, limits.max_match_chars)}
             )
-        if truncated:
+        if stopped is not None:
             break
-    more = " (truncated: narrow the pattern or the path)" if truncated else ""
+    notes = [f"truncated: {stopped}"] if stopped is not None else []
+    if skipped_lines:
+        notes.append(
+            f"{skipped_lines} lines too long for this pattern skipped; use a simpler pattern"
+        )
+    more = f" ({'; '.join(notes)})" if notes else ""
     result = {
         "pattern": args.pattern,
         "path": args.path,
         "matches": matches,
-        "truncated": truncated,
+        "truncated": stopped is not None or skipped_lines > 0,
     }
     return f"{len(matches)} matches{more}", result

@@ -15,6 +15,7 @@ DEFAULT_MAX_SEARCH_MATCHES = 100
 DEFAULT_MAX_SEARCH_FILE_BYTES = 1 * MiB
 DEFAULT_MAX_SEARCH_TOTAL_BYTES = 32 * MiB
 DEFAULT_MAX_MATCH_CHARS = 200
+DEFAULT_MAX_SEARCH_SECONDS = 5.0
 DEFAULT_MAX_PATCH_FILE_BYTES = 1 * MiB
 DEFAULT_MAX_PATCH_TOTAL_BYTES = 2 * MiB
 DEFAULT_MAX_TEST_SUMMARY_BYTES = 2 * KiB
@@ -44,6 +45,8 @@ class ToolLimits(BaseModel):
     """Bytes scanned by one ``search`` before it stops (marked truncated)."""
     max_match_chars: int = Field(DEFAULT_MAX_MATCH_CHARS, ge=20)
     """Characters kept of each matching line."""
+    max_search_seconds: float = Field(DEFAULT_MAX_SEARCH_SECONDS, gt=0)
+    """Wall-clock time one ``search`` may spend matching before it stops (marked truncated)."""
     max_patch_file_bytes: int = Field(DEFAULT_MAX_PATCH_FILE_BYTES, ge=1)
     """Largest file ``apply_patch`` edits or writes."""
     max_patch_total_bytes: int = Field(DEFAULT_MAX_PATCH_TOTAL_BYTES, ge=1)

@@ -1,0 +1,66 @@
+"""SR-5: adversarial review of the tools (a compromised model choosing every argument).
+
+Each finding's test was written against the code before its fix and seen to fail there.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+from toolbox_helpers import call
+
+from sandbox_agent.policy import Policy
+from sandbox_agent.sandbox.fake import FakeBackend
+from sandbox_agent.tools import ToolBox
+from sandbox_agent.tools.limits import ToolLimits
+from sandbox_agent.workspace import Workspace
+
+MiB = 1024 * 1024
+
+
+@pytest.mark.timeout(20)
+def test_sr5_f2_a_pattern_that_defeats_re2s_dfa_cannot_stall_search_on_one_long_line(
+    toolbox: ToolBox, workspace: Workspace
+) -> None:
+    # SR-5 F2: RE2 is linear in the text, but with a factor of its program size once
+    # the DFA gives up; one 1 MiB line and this 1000-char pattern took ~70 s per call.
+    (workspace.root / "one_line.txt").write_text("a" * (MiB - 1) + "\n")
+    started = time.monotonic()
+    outcome = call(toolbox, "search", pattern=r"(\w+\s?){1,1000}z", path="one_line.txt")
+    assert time.monotonic() - started < 5.0
+    assert outcome.ok
+    assert outcome.result["truncated"] is True
+    assert "time" in outcome.message or "long" in outcome.message
+
+
+@pytest.mark.timeout(20)
+def test_sr5_f2_search_stops_at_its_time_limit(workspace: Workspace) -> None:
+    # SR-5 F2: 8 MiB of 64 KiB lines at ~9 s per MiB ran for over a minute in one call.
+    chooser = random.Random(5)
+    line = "".join(chooser.choice("ab") for _ in range(64 * 1024 - 1)) + "\n"
+    for index in range(8):
+        (workspace.root / f"data{index}.txt").write_text(line * 15)
+    toolbox = ToolBox(
+        workspace,
+        Policy(runner="unittest"),
+        FakeBackend(),
+        tool_limits=ToolLimits(max_search_seconds=0.5),
+    )
+    started = time.monotonic()
+    outcome = call(toolbox, "search", pattern=r"a[ab]{999}c")
+    assert time.monotonic() - started < 3.0
+    assert outcome.ok
+    assert outcome.result["truncated"] is True
+    assert "time" in outcome.message
+
+
+def test_search_with_an_ordinary_pattern_still_scans_long_lines(
+    toolbox: ToolBox, workspace: Workspace
+) -> None:
+    (workspace.root / "long.txt").write_text("x" * (MiB - 10) + "needle\n")
+    outcome = call(toolbox, "search", pattern="needle", path="long.txt")
+    assert outcome.ok
+    assert [m["line"] for m in outcome.result["matches"]] == [1]
+    assert outcome.result["truncated"] is False
