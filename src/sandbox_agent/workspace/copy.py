@@ -25,6 +25,7 @@ MiB = 1024 * 1024
 DEFAULT_MAX_FILES = 10_000
 DEFAULT_MAX_TOTAL_BYTES = 100 * MiB
 DEFAULT_MAX_FILE_BYTES = 10 * MiB
+DEFAULT_MAX_ENTRIES = 50_000
 BYTECODE_DIRS = frozenset({"__pycache__"})
 BYTECODE_SUFFIXES = (".pyc", ".pyo")
 
@@ -40,6 +41,9 @@ class WorkspaceLimits(BaseModel):
     """Sum of the sizes of the files copied."""
     max_file_bytes: int = Field(DEFAULT_MAX_FILE_BYTES, ge=1)
     """Size of the largest single file."""
+    max_entries: int = Field(DEFAULT_MAX_ENTRIES, ge=1)
+    """Objects of every kind walked (files, folders, links, special files): folders and
+    skipped objects cost time, inodes and memory (``skipped``) too."""
 
 
 class SkippedEntry(NamedTuple):
@@ -83,7 +87,12 @@ def copy_tree(
     files = 0
     total = 0
     try:
-        for entry in fsops.walk(source_fd, skip=is_skipped_name):
+        for entries, entry in enumerate(fsops.walk(source_fd, skip=is_skipped_name), start=1):
+            if entries > limits.max_entries:
+                raise UsageError(
+                    f"the repository has more than {limits.max_entries} files, folders and "
+                    "links; use a smaller repository or raise the entry limit"
+                )
             if entry.kind == "dir":
                 for target in targets:
                     (target / entry.relpath).mkdir(mode=0o755)

@@ -12,7 +12,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from sandbox_agent.errors import ToolDenied, WorkspaceError
+from sandbox_agent.errors import ToolDenied, UsageError, WorkspaceError
 from sandbox_agent.workspace import fsops
 
 EXCLUDED_NAMES = frozenset({".git"})
@@ -23,11 +23,16 @@ def is_excluded(relpath: str) -> bool:
     return relpath.rsplit("/", 1)[-1] in EXCLUDED_NAMES
 
 
-def tree_sha256(path: Path) -> str:
+def tree_sha256(path: Path, *, max_entries: int | None = None) -> str:
     """The hex sha256 of the tree at ``path`` (see the module docstring for what it covers).
+
+    Args:
+        path: the folder.
+        max_entries: refuse a tree with more objects than this (None: no bound).
 
     Raises:
         WorkspaceError: ``path`` is not a folder, or a file could not be read.
+        UsageError: the tree has more than ``max_entries`` objects.
     """
     try:
         root_fd = os.open(path, fsops.DIR_FLAGS)
@@ -35,7 +40,12 @@ def tree_sha256(path: Path) -> str:
         raise WorkspaceError(f"cannot open folder {path} to hash it: {error.strerror}") from None
     digest = hashlib.sha256()
     try:
-        for entry in fsops.walk(root_fd, skip=is_excluded):
+        for count, entry in enumerate(fsops.walk(root_fd, skip=is_excluded), start=1):
+            if max_entries is not None and count > max_entries:
+                raise UsageError(
+                    f"{path} has more than {max_entries} files, folders and links; "
+                    "use a smaller repository or raise the entry limit"
+                )
             digest.update(_record(entry))
     finally:
         os.close(root_fd)

@@ -66,7 +66,7 @@ class Workspace:
         if not source.is_dir():
             raise UsageError(f"repository {source} is not a folder; give a folder to copy")
         limits = limits or WorkspaceLimits()
-        sha256_before = tree_sha256(source)
+        sha256_before = tree_sha256(source, max_entries=limits.max_entries)
         try:
             folder = Path(tempfile.mkdtemp(prefix=WORKSPACE_PREFIX, dir=base_dir))
         except OSError as error:
