@@ -164,14 +164,21 @@ def read_fd(fd: int, limit: int) -> bytes:
 
 
 def walk(
-    dir_fd: int, prefix: str = "", *, skip: Callable[[str], bool] | None = None, depth: int = 0
+    dir_fd: int,
+    prefix: str = "",
+    *,
+    skip: Callable[[str], bool] | None = None,
+    depth: int = 0,
+    bad_names: bool = True,
 ) -> Iterator[Entry]:
     """Every object under ``dir_fd``, sorted by name, folders before their contents.
 
     Links are reported, never followed; folders are entered with ``O_NOFOLLOW`` and
     only when the opened folder is the one listed. Names that are not valid UTF-8
-    come back as ``bad_name`` (a tool could not address them); ``skip(relpath)`` drops
-    an object and everything under it (``.git``).
+    come back as ``bad_name`` (a tool could not address them), unless ``bad_names`` is
+    False (the digest: it must cover them by kind, content and subtree; their
+    ``relpath`` then holds surrogate escapes, ``os.fsencode`` gives the bytes back);
+    ``skip(relpath)`` drops an object and everything under it (``.git``).
     """
     with os.scandir(dir_fd) as iterator:
         names = sorted(entry.name for entry in iterator)
@@ -182,7 +189,7 @@ def walk(
         st = lstat_at(dir_fd, name)
         if st is None:
             continue
-        if not _is_utf8(name):
+        if bad_names and not _is_utf8(name):
             yield Entry(relpath, "bad_name", st, dir_fd, name)
             continue
         kind = classify(st)
@@ -200,7 +207,9 @@ def walk(
         try:
             opened = os.fstat(child)
             if (opened.st_dev, opened.st_ino) == (st.st_dev, st.st_ino):
-                yield from walk(child, f"{relpath}/", skip=skip, depth=depth + 1)
+                yield from walk(
+                    child, f"{relpath}/", skip=skip, depth=depth + 1, bad_names=bad_names
+                )
         finally:
             os.close(child)
 

@@ -2,7 +2,8 @@
 
 Used on the user's original before and after a run, to prove it unchanged. Nothing is
 followed or opened in a way that can hang: links are hashed by their target text,
-devices, FIFOs and sockets by type and mode only. ``.git`` is left out (as from the
+devices, FIFOs and sockets by type and mode only. Names that are not UTF-8 (never
+copied) are covered like any other, content and subtree included. ``.git`` is left out (as from the
 copy), because routine git commands rewrite ``.git/index`` without changing the tree.
 """
 
@@ -40,7 +41,9 @@ def tree_sha256(path: Path, *, max_entries: int | None = None) -> str:
         raise WorkspaceError(f"cannot open folder {path} to hash it: {error.strerror}") from None
     digest = hashlib.sha256()
     try:
-        for count, entry in enumerate(fsops.walk(root_fd, skip=is_excluded), start=1):
+        for count, entry in enumerate(
+            fsops.walk(root_fd, skip=is_excluded, bad_names=False), start=1
+        ):
             if max_entries is not None and count > max_entries:
                 raise UsageError(
                     f"{path} has more than {max_entries} files, folders and links; "
