@@ -64,3 +64,18 @@ def test_search_with_an_ordinary_pattern_still_scans_long_lines(
     assert outcome.ok
     assert [m["line"] for m in outcome.result["matches"]] == [1]
     assert outcome.result["truncated"] is False
+
+
+def test_sr5_f5_read_file_returns_at_most_its_byte_budget_of_wide_characters(
+    toolbox: ToolBox, workspace: Workspace
+) -> None:
+    # SR-5 F5: the budget check counted characters while the running size counted
+    # bytes, so a line of 4-byte characters after ~30 KiB of ASCII went 5 KiB over.
+    text = ("a" * 2000 + "\n") * 15 + ("\U0001f600" * 2000 + "\n") * 3
+    (workspace.root / "wide.txt").write_text(text, encoding="utf-8")
+    outcome = call(toolbox, "read_file", path="wide.txt")
+    assert outcome.ok
+    limit = toolbox.tool_limits.max_read_bytes
+    assert len(outcome.result["content"].encode("utf-8")) <= limit
+    assert outcome.result["truncated"] is True
+    assert outcome.result["end_line"] == 15

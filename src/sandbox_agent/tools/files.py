@@ -84,10 +84,11 @@ def read_file(fs: SafeFS, args: ReadFileArgs, limits: ToolLimits) -> ToolResult:
     size = 0
     for line in lines[start - 1 : end]:
         piece = cut(line, limits.max_line_chars)
-        if len(shown) == limits.max_read_lines or size + len(piece) + 1 > limits.max_read_bytes:
+        piece_bytes = len(piece.encode("utf-8")) + 1
+        if len(shown) == limits.max_read_lines or size + piece_bytes > limits.max_read_bytes:
             break
         shown.append(piece)
-        size += len(piece.encode("utf-8")) + 1
+        size += piece_bytes
     last = start + len(shown) - 1
     truncated = last < end
     result: dict[str, Any] = {
