@@ -49,9 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--prestart",
         type=int,
-        default=1,
+        default=2,
         metavar="N",
-        help="sandboxes made ahead of the next test run, 0-4 (default 1; 0: each starts cold)",
+        help="most sandboxes made ahead of test runs, 0-4 (default 2; 0: each starts cold)",
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--trace-dir", metavar="DIR", type=Path, help="parent of the run folder")

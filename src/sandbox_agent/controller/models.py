@@ -50,9 +50,10 @@ class Budgets(BaseModel):
     """Unparseable or invalid model outputs tolerated; one more ends it ``BUDGET_EXHAUSTED``."""
 
 
-DEFAULT_PRESTART = 1
-"""One sandbox made ahead (created, verified, started, attested): its start is hidden
-behind the model's turn (docs/SANDBOX.md, "Pre-started sandboxes")."""
+DEFAULT_PRESTART = 2
+"""At most two sandboxes made ahead (created, verified, started, attested): one for the
+next test run, hidden behind the model's turn, and a second for a provider that knows
+its plan holds two (docs/SANDBOX.md, "Pre-started sandboxes")."""
 MAX_PRESTART = 4
 
 

@@ -25,8 +25,8 @@ class RecordingBackend(SandboxBackend):
         return self.inner.reap()
 
     @override
-    def prestart(self, request: SandboxRequest) -> None:
-        self.inner.prestart(request)
+    def prestart(self, request: SandboxRequest, count: int = 1) -> None:
+        self.inner.prestart(request, count)
 
     @override
     def discard_prestarted(self) -> list[str]:

@@ -22,7 +22,7 @@ from sandbox_agent.controller.source import Source, resolve_source
 from sandbox_agent.controller.status import Evidence, FinalTestEvidence, compute_status
 from sandbox_agent.errors import InfrastructureError, UsageError
 from sandbox_agent.providers import create_provider
-from sandbox_agent.providers.base import Provider
+from sandbox_agent.providers.base import KnowsItsPlan, Provider
 from sandbox_agent.sandbox.base import CancelToken, SandboxBackend
 from sandbox_agent.settings import state_home
 from sandbox_agent.trace import Redactor, TraceWriter, summarise_exception
@@ -119,7 +119,8 @@ class RunSession:
                 cancel=cancel,
             )
             if config.prestart:
-                toolbox.prestart()  # its start overlaps the set-up and the model's first turns
+                # Its start overlaps the set-up and the model's first turns.
+                toolbox.prestart(_sandboxes_ahead(self.provider, config.prestart))
                 _import_what_the_end_needs()  # while Docker starts it, not after the last run
             trace = TraceWriter(self.run_dir, self.run_id, Redactor(), on_event)
             state = LoopState()
@@ -311,6 +312,14 @@ def _after_final(stop: LoopStop, final: TestRun, cancel: CancelToken) -> LoopSto
     if cancel.deadline_passed():
         return LoopStop("timeout", "wall clock ran out during the final test run")
     return stop
+
+
+def _sandboxes_ahead(provider: Provider, most: int) -> int:
+    """Sandboxes to pre-start at the beginning: one (the next test run's), or, for a
+    provider that knows its plan, one per whole-suite test run it will ask for, since
+    nothing then hides a later start (no model thinks between the turns)."""
+    planned = provider.planned_test_runs() if isinstance(provider, KnowsItsPlan) else 1
+    return min(max(planned, 1), most)
 
 
 def _docker_backend(prestarted: int) -> SandboxBackend:

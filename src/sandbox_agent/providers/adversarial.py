@@ -35,6 +35,10 @@ class AdversarialProvider:
             return ModelReply(text=OUT_OF_POLICY_TURNS[turn], model=self.name)
         return ModelReply(text=self.plan.turn(turn - len(OUT_OF_POLICY_TURNS)), model=self.name)
 
+    def planned_test_runs(self) -> int:
+        """Whole-suite ``run_tests`` steps of the plan it follows after its two attempts."""
+        return self.plan.whole_suite_test_runs()
+
 
 def create(options: ProviderOptions) -> Provider:
     """Factory of the provider table.

@@ -7,7 +7,7 @@ The raw form is one JSON object per turn: ``{"tool": NAME, "args": {...}}``.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -73,6 +73,17 @@ class Provider(Protocol):
 
     def close(self) -> None:
         """Release connections; the controller calls it once, when the run ends."""
+        ...
+
+
+@runtime_checkable
+class KnowsItsPlan(Protocol):
+    """A provider whose turns are known before the run (a plan), so it can say ahead how
+    many whole-suite test runs they ask for. Used only to pre-start that many sandboxes;
+    a wrong answer costs time or a wasted start, never a check."""
+
+    def planned_test_runs(self) -> int:
+        """Whole-suite ``run_tests`` calls among the provider's turns."""
         ...
 
 

@@ -44,6 +44,11 @@ class Plan(BaseModel):
         step = self.steps[index]
         return step.raw if isinstance(step, RawStep) else render(step.tool, step.args)
 
+    def whole_suite_test_runs(self) -> int:
+        """``run_tests`` steps without a selector (raw steps are not parsed here)."""
+        tools = [step for step in self.steps if isinstance(step, ToolStep)]
+        return sum(step.tool == "run_tests" and not step.args.get("selector") for step in tools)
+
 
 def render(tool: str, args: dict[str, Any]) -> str:
     """One turn in the raw form the controller parses."""

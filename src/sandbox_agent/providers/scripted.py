@@ -33,6 +33,10 @@ class ScriptedProvider:
     def complete(self, request: ModelRequest) -> ModelReply:
         return ModelReply(text=self.plan.turn(len(request.history)), model=self.name)
 
+    def planned_test_runs(self) -> int:
+        """Whole-suite ``run_tests`` steps of the plan (raw steps are not parsed here)."""
+        return self.plan.whole_suite_test_runs()
+
 
 def create(options: ProviderOptions) -> Provider:
     """Factory of the provider table.

@@ -208,11 +208,12 @@ class SandboxBackend(ABC):
     def reap(self) -> list[str]:
         """Remove every sandbox left by a crashed controller; return what was removed."""
 
-    def prestart(self, request: SandboxRequest) -> None:  # noqa: B027 - optional hint
-        """Hint: a run of exactly ``request`` is likely next; make its sandbox ahead.
+    def prestart(self, request: SandboxRequest, count: int = 1) -> None:  # noqa: B027 - hint
+        """Hint: ``count`` runs of exactly ``request`` are likely next; make their sandboxes
+        ahead (those already waiting for ``request`` count).
 
-        A backend may create, verify, start and attest it now, holding the workload
-        until ``run(request)`` takes it; the default does nothing.
+        A backend may create, verify, start and attest them now, each holding its
+        workload until a ``run(request)`` takes it; the default does nothing.
         """
 
     def discard_prestarted(self) -> list[str]:

@@ -98,7 +98,7 @@ class DockerBackend(SandboxBackend):
             return self._client.api
 
     @override
-    def prestart(self, request: SandboxRequest) -> None:
+    def prestart(self, request: SandboxRequest, count: int = 1) -> None:
         try:
             # The SDK's import and the client are made here, so the pre-start thread
             # goes straight to ``create`` and the caller's next work overlaps the
@@ -107,7 +107,7 @@ class DockerBackend(SandboxBackend):
         except DockerUnavailable:
             return  # the run itself will say so
         self._prestarter.reopen()
-        self._prestarter.offer(request)
+        self._prestarter.offer(request, count)
 
     @override
     def discard_prestarted(self) -> list[str]:

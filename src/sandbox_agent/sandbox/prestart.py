@@ -66,16 +66,20 @@ class Prestarter:
         self.failures: list[str] = []
         """Cleanup failures of discarded sandboxes, for the caller to report."""
 
-    def offer(self, request: SandboxRequest) -> None:
-        """Pre-start a sandbox for ``request`` in the background, if there is room."""
+    def offer(self, request: SandboxRequest, count: int = 1) -> None:
+        """Have ``count`` sandboxes for ``request`` made in the background, counting those
+        already waiting for it, as far as there is room."""
         with self._lock:
-            if len(self._slots) >= self._size or self._stop.cancelled:
+            if self._stop.cancelled:
                 return
-            slot = _Slot(request)
-            self._slots.append(slot)
-        threading.Thread(
-            target=self._prestart, args=(slot,), name="sandbox-prestart", daemon=True
-        ).start()
+            waiting = sum(slot.request == request for slot in self._slots)
+            wanted = min(count - waiting, self._size - len(self._slots))
+            slots = [_Slot(request) for _ in range(max(wanted, 0))]
+            self._slots.extend(slots)
+        for slot in slots:
+            threading.Thread(
+                target=self._prestart, args=(slot,), name="sandbox-prestart", daemon=True
+            ).start()
 
     def take(self, request: SandboxRequest, cancel: CancelToken) -> StartedSandbox | None:
         """The ready sandbox for ``request``, waiting for one still starting; else None.

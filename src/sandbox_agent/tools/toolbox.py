@@ -145,7 +145,7 @@ class ToolBox:
             self._last_suite_run = (tree, run)
         return run
 
-    def prestart(self) -> None:
+    def prestart(self, count: int = 1) -> None:
         """Have the sandbox of the next whole-suite run made ahead (the backend may).
 
         Called when a test run is likely next: at the start, and after each applied
@@ -158,7 +158,7 @@ class ToolBox:
             request = self._request(None)
         except ToolDenied:
             return  # no allowlisted runner: run_tests will say so itself
-        self.sandbox.prestart(request)
+        self.sandbox.prestart(request, count)
 
     def discard_prestarted(self) -> list[str]:
         """Remove sandboxes made ahead and not used; cleanup failures, if any."""

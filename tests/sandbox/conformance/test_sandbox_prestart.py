@@ -118,6 +118,20 @@ def test_a_prestarted_sandbox_runs_attested_and_sees_later_edits(
     assert backend.run(request).prestarted is False  # taken once; no refill by itself
 
 
+def test_a_count_ahead_counts_those_waiting_and_each_serves_once(
+    make_backend: Callable[..., DockerBackend], workspace: Path
+) -> None:
+    backend = make_backend(prestarted=2)
+    request = _suite(workspace, PASSING)
+    backend.prestart(request, 3)  # at most the pool's size
+    backend.prestart(request)  # two already wait for it: nothing more
+    assert len(backend._prestarter._slots) == 2
+    _wait_ready(backend)
+    runs = [backend.run(request) for _ in range(3)]
+    assert [run.prestarted for run in runs] == [True, True, False]
+    assert all(run.status == "completed" and run.cleanup == "removed" for run in runs)
+
+
 def test_the_workloads_deadline_starts_at_the_go(
     make_backend: Callable[..., DockerBackend], workspace: Path
 ) -> None:
