@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandbox_agent.policy.commands import RunnerName
-from sandbox_agent.policy.protected import protected_reason
-from sandbox_agent.policy.runner_detect import detect_runner
+from sandbox_agent.policy.protected import fold, protected_reason
+from sandbox_agent.policy.runner_detect import detect_runner, pytest_test_paths
 
 
 def all_tools() -> frozenset[str]:
@@ -30,6 +30,10 @@ class Policy:
     """Globs (``fnmatch``, ``*`` crosses ``/``) every changed path must match; None: any path."""
     extra_protected: tuple[str, ...] = ()
     """More protected globs for this task, on top of DESIGN.md section 2's."""
+    test_file_globs: tuple[str, ...] = ()
+    """The repository's own test-module globs (pytest ``python_files``), protected too."""
+    test_folders: tuple[str, ...] = ()
+    """The repository's own test folders (pytest ``testpaths``), protected whole."""
 
     @classmethod
     def for_repo(
@@ -42,10 +46,13 @@ class Policy:
     ) -> Policy:
         """The policy for ``repo``, detecting the runner when ``runner`` is ``"auto"``."""
         chosen: RunnerName = detect_runner(repo) if runner == "auto" else _runner_name(runner)
+        configured = pytest_test_paths(repo)
         return cls(
             runner=chosen,
             allowed_tools=allowed_tools if allowed_tools is not None else all_tools(),
             final_diff_allowlist=final_diff_allowlist,
+            test_file_globs=configured.file_globs,
+            test_folders=configured.folders,
         )
 
     def protected_reason(self, path: str) -> str | None:
@@ -53,7 +60,22 @@ class Policy:
         reason = protected_reason(path)
         if reason is None and any(fnmatch.fnmatchcase(path, glob) for glob in self.extra_protected):
             reason = "protected by this task's policy"
+        if reason is None:
+            reason = self._configured_test_reason(path)
         return reason
+
+    def _configured_test_reason(self, path: str) -> str | None:
+        folded = "/".join(fold(part) for part in path.split("/") if part not in ("", "."))
+        name = folded.rsplit("/", 1)[-1]
+        for glob in self.test_file_globs:
+            pattern = fold(glob)
+            target = folded if "/" in pattern else name
+            if fnmatch.fnmatchcase(target, pattern) or fnmatch.fnmatchcase(folded, f"*/{pattern}"):
+                return f"a test module (pytest python_files '{glob}')"
+        for folder in self.test_folders:
+            if folded.startswith(f"{fold(folder)}/") or folded == fold(folder):
+                return f"inside the test folder '{folder}' (pytest testpaths)"
+        return None
 
     def check_final_diff(self, files_changed: list[str]) -> list[str]:
         """One line per violation in the final diff: a protected path, or one off the allowlist."""

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import configparser
+import shlex
 import tomllib
 from pathlib import Path
+from typing import NamedTuple
 
 from sandbox_agent.policy.commands import RunnerName
 
@@ -60,3 +62,69 @@ def _has_section(text: str, section: str) -> bool:
     except configparser.Error:
         return False
     return parser.has_section(section)
+
+
+class PytestTestPaths(NamedTuple):
+    """What the repository's pytest configuration makes tests, beyond the default globs."""
+
+    file_globs: tuple[str, ...]
+    """``python_files`` patterns (matched against a file's name, or its path with a ``/``)."""
+    folders: tuple[str, ...]
+    """``testpaths`` folders, relative to the root: everything under them is test code."""
+
+
+def pytest_test_paths(repo: Path) -> PytestTestPaths:
+    """``python_files`` and ``testpaths`` from every pytest configuration file of the root.
+
+    All files are read (pytest uses the first it finds; the union is the safe side).
+    Unparseable files, and values that are not plain relative names, add nothing.
+    """
+    globs: list[str] = []
+    folders: list[str] = []
+    for settings in _pytest_sections(repo):
+        globs += _words(settings.get("python_files"))
+        folders += _words(settings.get("testpaths"))
+    clean = [f.strip("/") for f in folders if f.strip("/") and not f.startswith("/")]
+    return PytestTestPaths(
+        tuple(dict.fromkeys(g for g in globs if g)),
+        tuple(dict.fromkeys(f for f in clean if ".." not in f.split("/"))),
+    )
+
+
+def _pytest_sections(repo: Path) -> list[dict[str, object]]:
+    sections: list[dict[str, object]] = []
+    for name, section in (
+        ("pytest.ini", "pytest"),
+        (".pytest.ini", "pytest"),
+        ("tox.ini", "pytest"),
+        ("setup.cfg", "tool:pytest"),
+    ):
+        text = _read(repo / name)
+        parser = configparser.RawConfigParser(strict=False, interpolation=None)
+        try:
+            parser.read_string(text or "")
+        except configparser.Error:
+            continue
+        if parser.has_section(section):
+            sections.append(dict(parser.items(section)))
+    pyproject = _read(repo / "pyproject.toml")
+    try:
+        tool = tomllib.loads(pyproject or "").get("tool", {})
+    except (tomllib.TOMLDecodeError, RecursionError):
+        tool = {}
+    table = tool.get("pytest", {}) if isinstance(tool, dict) else {}
+    options = table.get("ini_options") if isinstance(table, dict) else None
+    if isinstance(options, dict):
+        sections.append(options)
+    return sections
+
+
+def _words(value: object) -> list[str]:
+    if isinstance(value, list):
+        return [item for item in value if isinstance(item, str)]
+    if not isinstance(value, str):
+        return []
+    try:
+        return shlex.split(value)
+    except ValueError:
+        return value.split()
