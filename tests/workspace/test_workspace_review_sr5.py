@@ -6,6 +6,7 @@ Each finding's test was written against the code before its fix and seen to fail
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from sandbox_agent.errors import UsageError
 from sandbox_agent.workspace import Workspace, WorkspaceLimits, tree_sha256
 from sandbox_agent.workspace.copy import DEFAULT_MAX_ENTRIES
+from sandbox_agent.workspace.safefs import PlannedWrite
 
 ENTRY_LIMIT = 300
 
@@ -73,3 +75,21 @@ def test_sr5_f4_the_hash_covers_what_is_under_a_name_that_is_not_utf8(tmp_path: 
         assert tree_sha256(repo) == before
     os.mkdir(os.path.join(folder, b"new-empty-folder"))
     assert tree_sha256(repo) != before
+
+
+def test_sr5_f7_folders_are_0755_whatever_the_controllers_umask(tmp_path: Path) -> None:
+    # SR-5 F7: folders were made with mkdir(0o755), which the umask narrows: under
+    # umask 077 the copy was 0700 and the sandbox user (uid 10001) could not read it.
+    repo = _repo(tmp_path)
+    (repo / "pkg").mkdir()
+    (repo / "pkg" / "a.py").write_text("a = 1\n")
+    previous = os.umask(0o077)
+    try:
+        with Workspace.create(repo, base_dir=tmp_path) as ws:
+            ws.fs.commit([PlannedWrite("new/sub/b.py", ("new", "sub", "b.py"), None, b"b\n")])
+            for relative in ("", "pkg", "new", "new/sub"):
+                mode = stat.S_IMODE(os.stat(ws.root / relative).st_mode)
+                assert mode == 0o755, (relative, oct(mode))
+            assert stat.S_IMODE(os.stat(ws.root / "new/sub/b.py").st_mode) == 0o644
+    finally:
+        os.umask(previous)

@@ -95,7 +95,7 @@ def copy_tree(
                 )
             if entry.kind == "dir":
                 for target in targets:
-                    (target / entry.relpath).mkdir(mode=0o755)
+                    make_dir(target / entry.relpath)
             elif entry.kind == "too_deep":
                 raise UsageError(
                     f"the repository is nested deeper than {fsops.MAX_WALK_DEPTH} folders "
@@ -147,6 +147,13 @@ def _read_source_file(entry: fsops.Entry, limits: WorkspaceLimits) -> bytes:
             "remove it from the repository or raise the per-file limit"
         )
     return content
+
+
+def make_dir(path: Path, mode: int = 0o755) -> None:
+    """Make a new folder with exactly ``mode``: ``mkdir``'s mode is narrowed by the umask,
+    and the sandbox user must be able to read every folder of the copy."""
+    path.mkdir(mode=mode)
+    path.chmod(mode)
 
 
 def _write_new(path: Path, content: bytes, mode: int) -> None:

@@ -220,11 +220,15 @@ class _Transaction:
         fd = self.fs._root_fd()
         self.fds.append(fd)
         for name in parts:
+            made = False
             if create and fsops.lstat_at(fd, name) is None:
                 os.mkdir(name, NEW_DIR_MODE, dir_fd=fd)
                 self.created_dirs.append((fd, name))
+                made = True
             fd = fsops.open_dir(fd, (name,), hook=self.fs._hook)
             self.fds.append(fd)
+            if made:
+                os.fchmod(fd, NEW_DIR_MODE)  # mkdir's mode is narrowed by the umask
         return fd
 
     def _create(self, parent: int, name: str, write: PlannedWrite) -> None:

@@ -9,7 +9,7 @@ from types import TracebackType
 
 from sandbox_agent.errors import UsageError, WorkspaceError
 from sandbox_agent.workspace import diff
-from sandbox_agent.workspace.copy import SkippedEntry, WorkspaceLimits, copy_tree
+from sandbox_agent.workspace.copy import SkippedEntry, WorkspaceLimits, copy_tree, make_dir
 from sandbox_agent.workspace.hashing import tree_sha256
 from sandbox_agent.workspace.owner import WORKSPACE_PREFIX, write_owner
 from sandbox_agent.workspace.safefs import SafeFS
@@ -75,7 +75,7 @@ class Workspace:
             folder.chmod(0o700)
             write_owner(folder)
             for name in (REPO_DIR, BASE_DIR):
-                (folder / name).mkdir(mode=0o755)
+                make_dir(folder / name)
             skipped = copy_tree(source, (folder / REPO_DIR, folder / BASE_DIR), limits)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
