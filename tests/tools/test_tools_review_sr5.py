@@ -5,7 +5,9 @@ Each finding's test was written against the code before its fix and seen to fail
 
 from __future__ import annotations
 
+import os
 import random
+import socket
 import time
 
 import pytest
@@ -79,3 +81,55 @@ def test_sr5_f5_read_file_returns_at_most_its_byte_budget_of_wide_characters(
     assert len(outcome.result["content"].encode("utf-8")) <= limit
     assert outcome.result["truncated"] is True
     assert outcome.result["end_line"] == 15
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "./tests/test_new.py",
+        "tests/./test_core.py",
+        "Tests/x.py",
+        "\uff54\uff45\uff53\uff54\uff53/x.py",
+        "paginator/../tests/test_core.py",
+        "/tmp/tests/test_core.py",
+        "tests\\test_core.py",
+        "te\u200bsts/test_core.py",
+        "tests/test_core.py\x00.txt",
+        "pkg/TEST_x.py",
+        "conftest.py/",
+    ],
+)
+def test_holds_no_spelling_of_a_protected_path_is_written(
+    toolbox: ToolBox, workspace: Workspace, path: str
+) -> None:
+    before = sorted(p.relative_to(workspace.root) for p in workspace.root.rglob("*"))
+    for old in ("", "self.assertEqual"):
+        outcome = call(toolbox, "apply_patch", edits=[{"path": path, "old": old, "new": "x"}])
+        assert not outcome.ok
+        assert outcome.denial is not None
+        assert outcome.denial.startswith("path.")
+    assert sorted(p.relative_to(workspace.root) for p in workspace.root.rglob("*")) == before
+
+
+@pytest.mark.timeout(10)
+def test_holds_search_and_list_skip_links_and_special_files_made_after_the_copy(
+    toolbox: ToolBox, workspace: Workspace
+) -> None:
+    os.mkfifo(workspace.root / "fifo")
+    os.symlink("/etc", workspace.root / "etc_link")
+    os.symlink("/etc/passwd", workspace.root / "paginator" / "passwd.py")
+    server = socket.socket(socket.AF_UNIX)
+    try:
+        server.bind(str(workspace.root / "sock"))
+        found = call(toolbox, "search", pattern="root:")
+        listed = call(toolbox, "list_files")
+        assert found.ok
+        assert found.result["matches"] == []
+        assert not {"fifo", "etc_link", "sock", "paginator/passwd.py"} & set(listed.result["files"])
+        for path in ("fifo", "sock", "etc_link/passwd", "paginator/passwd.py"):
+            assert call(toolbox, "search", pattern="x", path=path).denial in (
+                "path.special_file",
+                "path.symlink",
+            )
+    finally:
+        server.close()
