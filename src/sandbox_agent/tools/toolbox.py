@@ -146,7 +146,8 @@ class ToolBox:
         return run
 
     def prestart(self, count: int = 1) -> None:
-        """Have the sandbox of the next whole-suite run made ahead (the backend may).
+        """Have the sandboxes of the next ``count`` whole-suite runs made ahead (the backend
+        may; those already waiting count).
 
         Called when a test run is likely next: at the start, and after each applied
         edit. While the model thinks (seconds), the container is created, verified,
