@@ -42,6 +42,9 @@ MAX_RETRY_AFTER_SECONDS = 60.0
 INPUT_BYTES_PER_TOKEN = 3
 """Conservative: English text and code average nearer four bytes per token."""
 INPUT_OVERHEAD_TOKENS = 512
+MAX_REPORTED_TOKENS = 1_000_000_000
+"""More tokens than any model reads or writes in one request: a count above it is no count
+(settled at the reserved worst case), never a number SQLite cannot store."""
 """What the API adds around the request (tool-use preamble, chat template)."""
 
 T = TypeVar("T")
@@ -148,6 +151,7 @@ class Meter:
         max_output_tokens: int,
         classify: Callable[[Exception], Failure | None],
         usage_of: Callable[[T], TokenCounts | None],
+        deadline: float | None = None,
     ) -> Metered[T]:
         """Send one request through the ledger, retrying what ``classify`` calls retryable.
 
@@ -157,6 +161,8 @@ class Meter:
             max_output_tokens: the request's output cap, as sent to the API.
             classify: maps an SDK error to a ``Failure``; None for errors that are bugs.
             usage_of: the tokens the API reported, None when it reported none.
+            deadline: ``time.monotonic()`` value at which the run's wall clock runs out;
+                no retry waits past it (a server's ``retry-after`` cannot hold the run).
 
         Raises:
             BudgetExhausted: a reservation (first attempt or retry) would exceed a budget.
@@ -192,13 +198,15 @@ class Meter:
                 )
                 if failure is None:
                     raise
-                if not failure.retryable or attempt > self.max_retries:
+                wait = self.backoff(attempt, failure.retry_after)
+                late = deadline is not None and time.monotonic() + wait >= deadline
+                if not failure.retryable or attempt > self.max_retries or late:
                     # from None: the SDK error carries the request, headers included.
                     raise InfrastructureError(
                         f"{self.provider} API: {failure.detail} "
                         f"(gave up after {attempt} attempt(s))"
                     ) from None
-                self.sleep(self.backoff(attempt, failure.retry_after))
+                self.sleep(wait)
                 continue
             used = usage_of(response) or worst
             micros = cost_micros(self.price, *used)
@@ -273,9 +281,7 @@ def token_counts(input_tokens: object, output_tokens: object) -> TokenCounts | N
     """Reported usage, or None when a server reported something that is not two counts."""
     # type() is int, not isinstance: a JSON true is not a token count.
     if type(input_tokens) is int and type(output_tokens) is int:
-        return (
-            TokenCounts(input_tokens, output_tokens)
-            if min(input_tokens, output_tokens) >= 0
-            else None
-        )
+        counts = (input_tokens, output_tokens)
+        if all(0 <= count <= MAX_REPORTED_TOKENS for count in counts):
+            return TokenCounts(input_tokens, output_tokens)
     return None

@@ -74,8 +74,8 @@ def price_for(
         UsageError: a price is negative, or the model is not in the table and a price is missing.
     """
     for flag, value in (("in", input_per_mtok), ("out", output_per_mtok)):
-        if value is not None and not value >= 0:
-            raise UsageError(f"--price-per-mtok-{flag} must be a number >= 0, not {value}")
+        if value is not None and not 0 <= value < math.inf:
+            raise UsageError(f"--price-per-mtok-{flag} must be a finite number >= 0, not {value}")
     known = PRICES.get(_VERSION_SUFFIX.sub("", model))
     if input_per_mtok is not None and output_per_mtok is not None:
         return Price(input_per_mtok, output_per_mtok)

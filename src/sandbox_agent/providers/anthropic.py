@@ -25,6 +25,11 @@ from sandbox_agent.ledger.meter import (
 )
 from sandbox_agent.providers.base import ModelReply, ModelRequest, Provider, ProviderOptions
 from sandbox_agent.providers.gate import KEY_ENV
+from sandbox_agent.providers.http import (
+    BoundedTransport,
+    bounded_client,
+    bounded_failure,
+)
 from sandbox_agent.providers.metered import (
     DEFAULT_REQUEST_TIMEOUT_SECONDS,
     open_meter,
@@ -116,9 +121,16 @@ class AnthropicProvider(Provider):
     name = "anthropic"
 
     def __init__(
-        self, *, client: anthropic.Anthropic, model: str, meter: Meter, max_output_tokens: int
+        self,
+        *,
+        client: anthropic.Anthropic,
+        transport: BoundedTransport | None = None,
+        model: str,
+        meter: Meter,
+        max_output_tokens: int,
     ) -> None:
         self._client = client
+        self._transport = transport or BoundedTransport()
         self._model = model
         self._meter = meter
         self._max_output_tokens = max_output_tokens
@@ -148,13 +160,15 @@ class AnthropicProvider(Provider):
             # use, and a turn without a tool call is counted by the controller anyway.
             "tool_choice": {"type": "auto", "disable_parallel_tool_use": True},
         }
+        self._transport.run_deadline = request.deadline
         return send_metered(
             self._meter,
             lambda: read(self._client.messages.create(**params)),
             params,
             model=self._model,
             max_output_tokens=self._max_output_tokens,
-            classify=classify,
+            classify=lambda error: bounded_failure(error) or classify(error),
+            deadline=request.deadline,
         )
 
 
@@ -166,12 +180,18 @@ def create(options: ProviderOptions) -> Provider:
             price, or the ledger cannot be opened.
     """
     passed, meter = open_meter("anthropic", options)
+    transport = BoundedTransport()
     client = anthropic.Anthropic(
         api_key=passed.api_key,
+        http_client=bounded_client(transport),
         base_url=options.base_url,
         max_retries=0,
         timeout=DEFAULT_REQUEST_TIMEOUT_SECONDS,
     )
     return AnthropicProvider(
-        client=client, model=passed.model, meter=meter, max_output_tokens=options.max_output_tokens
+        client=client,
+        transport=transport,
+        model=passed.model,
+        meter=meter,
+        max_output_tokens=options.max_output_tokens,
     )

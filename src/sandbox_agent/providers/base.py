@@ -33,6 +33,9 @@ class ModelRequest(BaseModel):
     tools: list[dict[str, object]]
     """The allowed tools as ``{name, description, input_schema}``, generated from the contracts."""
     history: list[Exchange] = Field(default_factory=list)
+    deadline: float | None = None
+    """``time.monotonic()`` value at which the run's wall clock runs out: a real provider
+    gives up on its request (and its retries) then. None: no deadline."""
 
 
 class Usage(BaseModel):

@@ -23,9 +23,9 @@ from sandbox_agent.ledger.prices import price_for
 from sandbox_agent.ledger.store import Ledger
 from sandbox_agent.providers.base import ModelReply, ProviderOptions
 from sandbox_agent.providers.gate import GatePass, check_gate
+from sandbox_agent.providers.http import DEFAULT_REQUEST_TIMEOUT_SECONDS
 
-DEFAULT_REQUEST_TIMEOUT_SECONDS = 120.0
-"""One HTTP request to a model API; a time-out is retried (and reserved) like a 5xx."""
+__all__ = ["DEFAULT_REQUEST_TIMEOUT_SECONDS", "open_meter", "send_metered"]
 
 
 def open_meter(
@@ -63,6 +63,7 @@ def send_metered(
     model: str,
     max_output_tokens: int,
     classify: Callable[[Exception], Failure | None],
+    deadline: float | None = None,
 ) -> ModelReply:
     """Send one request through the ledger (reserve, retry, settle); the controller's view.
 
@@ -76,6 +77,7 @@ def send_metered(
         max_output_tokens=max_output_tokens,
         classify=classify,
         usage_of=lambda answer: answer.usage,
+        deadline=deadline,
     )
     return _reply_from(metered, model)
 

@@ -29,6 +29,11 @@ from sandbox_agent.ledger.meter import (
 )
 from sandbox_agent.providers.base import ModelReply, ModelRequest, Provider, ProviderOptions
 from sandbox_agent.providers.gate import KEY_ENV
+from sandbox_agent.providers.http import (
+    BoundedTransport,
+    bounded_client,
+    bounded_failure,
+)
 from sandbox_agent.providers.metered import (
     DEFAULT_REQUEST_TIMEOUT_SECONDS,
     open_meter,
@@ -128,12 +133,14 @@ class OpenAICompatProvider(Provider):
         self,
         *,
         client: openai.OpenAI,
+        transport: BoundedTransport | None = None,
         model: str,
         meter: Meter,
         max_output_tokens: int,
         official: bool,
     ) -> None:
         self._client = client
+        self._transport = transport or BoundedTransport()
         self._model = model
         self._meter = meter
         self._max_output_tokens = max_output_tokens
@@ -167,13 +174,15 @@ class OpenAICompatProvider(Provider):
         else:
             # Local servers differ in what they accept: only the oldest, widest-known fields.
             params["max_tokens"] = self._max_output_tokens
+        self._transport.run_deadline = request.deadline
         return send_metered(
             self._meter,
             lambda: read(self._client.chat.completions.create(**params)),
             params,
             model=self._model,
             max_output_tokens=self._max_output_tokens,
-            classify=classify,
+            classify=lambda error: bounded_failure(error) or classify(error),
+            deadline=request.deadline,
         )
 
 
@@ -185,14 +194,17 @@ def create(options: ProviderOptions) -> Provider:
             price, or the ledger cannot be opened.
     """
     passed, meter = open_meter("openai", options)
+    transport = BoundedTransport()
     client = openai.OpenAI(
         api_key=passed.api_key,
+        http_client=bounded_client(transport),
         base_url=options.base_url,
         max_retries=0,
         timeout=DEFAULT_REQUEST_TIMEOUT_SECONDS,
     )
     return OpenAICompatProvider(
         client=client,
+        transport=transport,
         model=passed.model,
         meter=meter,
         max_output_tokens=options.max_output_tokens,

@@ -1,0 +1,134 @@
+"""The HTTP client of the real providers: no redirects, bounded answers, a total deadline.
+
+The SDKs' own clients follow redirects (httpx2 then keeps ``x-api-key`` and, on a 307 or
+308, the whole transcript on the way to another origin), read any answer whole into
+memory, and time out per read only, so an endpoint trickling one byte a second holds a
+call for ever. This client refuses all three: a redirect is an error answer (``HTTP
+3xx``), an answer over ``MAX_RESPONSE_BYTES`` is dropped unread, and each request ends
+at its deadline (``DEFAULT_REQUEST_TIMEOUT_SECONDS`` from its start, or the run's
+wall clock, whichever comes first; at most one read timeout later when a server goes
+silent at the last moment).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import httpx2
+from typing_extensions import override
+
+from sandbox_agent.ledger.meter import Failure
+
+MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+"""One model answer; real ones are a few KiB (output tokens are capped per request)."""
+DEFAULT_REQUEST_TIMEOUT_SECONDS = 120.0
+"""One HTTP request to a model API, in total; a time-out is retried (and reserved) like a 5xx."""
+
+
+class ResponseTooLarge(httpx2.TransportError):
+    """The answer is larger than ``MAX_RESPONSE_BYTES``."""
+
+
+class RunDeadlinePassed(httpx2.TimeoutException):
+    """The run's wall clock ran out during the request."""
+
+
+class BoundedTransport(httpx2.HTTPTransport):
+    """An ``HTTPTransport`` whose answers are bounded in bytes and in total time."""
+
+    def __init__(
+        self,
+        *,
+        max_bytes: int = MAX_RESPONSE_BYTES,
+        total_seconds: float = DEFAULT_REQUEST_TIMEOUT_SECONDS,
+    ) -> None:
+        super().__init__()
+        self.max_bytes = max_bytes
+        self.total_seconds = total_seconds
+        self.run_deadline: float | None = None
+        """``time.monotonic()`` value at which the run's wall clock runs out; set per turn."""
+
+    def _deadline(self) -> tuple[float, bool]:
+        own = time.monotonic() + self.total_seconds
+        if self.run_deadline is not None and self.run_deadline <= own:
+            return self.run_deadline, True
+        return own, False
+
+    @override
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        deadline, is_run = self._deadline()
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise _timeout(is_run, request)
+        timeouts = dict(request.extensions.get("timeout") or {})
+        for name in ("connect", "read", "write", "pool"):
+            current = timeouts.get(name)
+            timeouts[name] = remaining if current is None else min(current, remaining)
+        request.extensions["timeout"] = timeouts
+        response = super().handle_request(request)
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            response.close()
+            raise ResponseTooLarge(f"answer over {self.max_bytes} bytes", request=request)
+        inner = response.stream
+        assert isinstance(inner, httpx2.SyncByteStream)  # noqa: S101 - an HTTPTransport's
+        response.stream = _BoundedStream(inner, request, deadline, is_run, self.max_bytes)
+        return response
+
+
+class _BoundedStream(httpx2.SyncByteStream):
+    def __init__(
+        self,
+        inner: httpx2.SyncByteStream,
+        request: httpx2.Request,
+        deadline: float,
+        is_run: bool,
+        max_bytes: int,
+    ) -> None:
+        self._inner = inner
+        self._request = request
+        self._deadline = deadline
+        self._is_run = is_run
+        self._max_bytes = max_bytes
+
+    @override
+    def __iter__(self) -> Iterator[bytes]:
+        seen = 0
+        for chunk in self._inner:
+            seen += len(chunk)
+            if seen > self._max_bytes:
+                raise ResponseTooLarge(
+                    f"answer over {self._max_bytes} bytes", request=self._request
+                )
+            if time.monotonic() >= self._deadline:
+                raise _timeout(self._is_run, self._request)
+            yield chunk
+
+    @override
+    def close(self) -> None:
+        self._inner.close()
+
+
+def _timeout(is_run: bool, request: httpx2.Request) -> httpx2.TimeoutException:
+    if is_run:
+        return RunDeadlinePassed("the run's wall clock ran out", request=request)
+    return httpx2.ReadTimeout("the request took too long in total", request=request)
+
+
+def bounded_client(transport: BoundedTransport) -> httpx2.Client:
+    """An httpx client for an SDK: never follows redirects, no cookies kept between calls."""
+    return httpx2.Client(transport=transport, follow_redirects=False)
+
+
+def bounded_failure(error: Exception) -> Failure | None:
+    """How an SDK error caused by this client's bounds is settled: not retried; None for
+    any other error."""
+    cause = error.__cause__ or error.__context__
+    if isinstance(cause, ResponseTooLarge):
+        return Failure(
+            "failed", False, True, None, f"the answer was over {MAX_RESPONSE_BYTES} bytes"
+        )
+    if isinstance(cause, RunDeadlinePassed):
+        return Failure("timeout", False, True, None, "the run's wall clock ran out")
+    return None
