@@ -123,7 +123,11 @@ def agent_loop(
         if (stop := check_budgets(config, state, cancel)) is not None:
             return stop
         request = ModelRequest(
-            system=records.SYSTEM_PROMPT, task=config.task, tools=tools, history=state.history
+            system=records.SYSTEM_PROMPT,
+            task=config.task,
+            tools=tools,
+            history=state.history,
+            deadline=cancel.deadline,
         )
         began = time.monotonic()
         try:
@@ -132,6 +136,12 @@ def agent_loop(
             return LoopStop("budget_exhausted", str(error))
         except InfrastructureError as error:
             trace.emit("provider_error", error=summarise_exception(error))
+            # A provider gives up at the run's deadline: that is the wall clock, not a failure.
+            if (stop := check_budgets(config, state, cancel)) is not None and stop.end in (
+                "cancelled",
+                "timeout",
+            ):
+                return stop
             return LoopStop("provider_error", f"the provider failed: {type(error).__name__}")
         used = state.used
         used.iterations += 1
@@ -142,7 +152,9 @@ def agent_loop(
         trace.emit(
             "model_turn",
             iteration=used.iterations,
-            reply=reply.text[:MAX_REPLY_CHARS_IN_TRACE],
+            # Redacted whole, then cut: a secret across the cut would lose the tail that
+            # made it recognisable and leave its first characters in the trace.
+            reply=trace.redact_text(reply.text)[:MAX_REPLY_CHARS_IN_TRACE],
             reply_chars=len(reply.text),
             duration_ms=round((time.monotonic() - began) * 1000, 3),
             usage=reply.usage.model_dump(),
@@ -171,7 +183,7 @@ def agent_loop(
             return LoopStop("sandbox_error", f"{call.tool} failed on our side: {error}"[:300])
         if outcome.denial is not None and denial_kind(outcome.denial) == "policy":
             used.policy_denials += 1
-        record = records.tool_call_record(outcome)
+        record = records.tool_call_record(outcome, redact=trace.redact_text)
         state.tool_calls.append(record)
         trace.emit(
             "tool_call",
@@ -203,11 +215,11 @@ def _count_refusal(state: LoopState, trace: TraceWriter, refusal: ToolDenied, to
     used.policy_denials += 1
     state.tool_calls.append(
         ToolCallRecord(
-            tool=tool,
+            tool=trace.redact_text(tool),
             ok=False,
             denial=refusal.code,
             duration_ms=0.0,
-            result={"summary": f"{refusal.code}: {refusal.message}"},
+            result={"summary": trace.redact_text(f"{refusal.code}: {refusal.message}")},
         )
     )
     trace.emit(

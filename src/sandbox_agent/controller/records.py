@@ -7,6 +7,7 @@ the public result keep summaries only: bulk text becomes its size and digest.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from sandbox_agent.controller.models import ToolCallRecord
@@ -42,8 +43,13 @@ def refusal_observation(code: str, message: str) -> str:
     return json.dumps({"ok": False, "denial": code, "message": message})
 
 
-def one_line(outcome: ToolOutcome) -> str:
-    """A short human summary of one tool call, for the table and the result."""
+def _same(text: str) -> str:
+    return text
+
+
+def one_line(outcome: ToolOutcome, redact: Callable[[str], str] = _same) -> str:
+    """A short human summary of one tool call, for the table and the result; ``redact``
+    runs before the cut (a secret cut in two is no longer recognisable)."""
     result = outcome.result
     if outcome.denial:
         text = f"{outcome.denial}: {outcome.message}"
@@ -54,14 +60,15 @@ def one_line(outcome: ToolOutcome) -> str:
         )
     else:
         text = outcome.message or "ok"
-    text = " ".join(text.split())
+    text = redact(" ".join(text.split()))
     return text if len(text) <= MAX_SUMMARY_CHARS else text[: MAX_SUMMARY_CHARS - 1] + "…"
 
 
-def tool_call_record(outcome: ToolOutcome) -> ToolCallRecord:
-    """The public record of one call: evidence fields kept, bulk text summarised."""
-    summarised: dict[str, Any] = summarise_value(outcome.result)
-    summarised["summary"] = one_line(outcome)
+def tool_call_record(outcome: ToolOutcome, redact: Callable[[str], str] = _same) -> ToolCallRecord:
+    """The public record of one call: evidence fields kept, bulk text summarised, every
+    string passed through ``redact`` (the record goes to ``result.json``)."""
+    summarised: dict[str, Any] = _redact_strings(summarise_value(outcome.result), redact)
+    summarised["summary"] = one_line(outcome, redact)
     return ToolCallRecord(
         tool=outcome.tool,
         ok=outcome.ok,
@@ -69,6 +76,16 @@ def tool_call_record(outcome: ToolOutcome) -> ToolCallRecord:
         duration_ms=round(outcome.duration_ms, 3),
         result=summarised,
     )
+
+
+def _redact_strings(value: Any, redact: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact(str(key)): _redact_strings(item, redact) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redact_strings(item, redact) for item in value]
+    return value
 
 
 def arguments_for_trace(args: Any) -> Any:

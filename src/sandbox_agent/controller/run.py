@@ -10,13 +10,20 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sandbox_agent.controller.loop import LoopState, LoopStop, agent_loop
-from sandbox_agent.controller.models import FinalTests, FixtureIntegrity, RunConfig, RunResult
+from sandbox_agent.controller.models import (
+    FinalTests,
+    FixtureIntegrity,
+    RunConfig,
+    RunResult,
+    ToolCallRecord,
+)
 from sandbox_agent.controller.recording import RecordingBackend
 from sandbox_agent.controller.source import Source, resolve_source
 from sandbox_agent.controller.status import Evidence, FinalTestEvidence, compute_status
@@ -231,9 +238,13 @@ class RunSession:
                 sha256_after=sha_after,
             ),
             trace_path=str(trace.path),
-            tool_calls=state.tool_calls,
+            # Recorded redacted by the loop; again here, as ``result.json`` is public too.
+            tool_calls=[
+                ToolCallRecord.model_validate(redact.value(call.model_dump()))
+                for call in state.tool_calls
+            ],
             provider=self.config.provider,
-            model=state.model,
+            model=redact.text(state.model),
             runtime=self.config.runtime,
             model_summary=None if state.model_summary is None else redact.text(state.model_summary),
         )
@@ -267,8 +278,12 @@ class RunSession:
         )
         trace.close()
         (self.run_dir / DIFF_FILE).write_text(result.diff, encoding="utf-8")
-        (self.run_dir / RESULT_FILE).write_text(result.model_dump_json(indent=2), encoding="utf-8")
+        # Sealed first, published after: a run whose seal fails (an unsafe key, a full
+        # disk) must not leave a result.json claiming its status without evidence.
         self._seal(result, trace)
+        temporary = self.run_dir / f".{RESULT_FILE}.tmp"
+        temporary.write_text(result.model_dump_json(indent=2), encoding="utf-8")
+        os.replace(temporary, self.run_dir / RESULT_FILE)
 
     def _seal(self, result: RunResult, trace: TraceWriter) -> None:
         from sandbox_agent.evidence import seal_run

@@ -8,6 +8,7 @@ environment variables whose names look secret.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +19,9 @@ SECRET_NAME_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTI
 MIN_SECRET_VALUE_CHARS = 8
 """Shorter environment values (``1``, ``true``) are too common to redact safely."""
 MAX_ENV_SECRETS = 200
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+"""A character class: linear time in Python's ``re`` too."""
 
 KEY_SHAPES: tuple[str, ...] = (
     r"sk-ant-[A-Za-z0-9_\-]{8,}",
@@ -60,15 +64,23 @@ class Redactor:
         self._pattern = re2.compile("|".join((*literals, *KEY_SHAPES)), options)
 
     def text(self, value: str) -> str:
-        """``value`` with every secret replaced."""
-        return str(self._pattern.sub(REDACTED, value))
+        """``value`` with every secret replaced (lone surrogates, which no UTF-8 text can
+        hold, become U+FFFD first)."""
+        try:
+            return str(self._pattern.sub(REDACTED, value))
+        except UnicodeEncodeError:
+            clean = _LONE_SURROGATE.sub("\ufffd", value)
+            return str(self._pattern.sub(REDACTED, clean))
 
     def value(self, value: Any) -> Any:
         """A JSON-like value (dicts, lists, strings, scalars) with every string redacted."""
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, Mapping):
-            return {str(key): self.value(item) for key, item in value.items()}
-        if isinstance(value, list | tuple):
+            return {self.text(str(key)): self.value(item) for key, item in value.items()}
+        if isinstance(value, list | tuple | set | frozenset):
             return [self.value(item) for item in value]
-        return value
+        if value is None or isinstance(value, bool | int | float):
+            return value
+        # Anything else would reach the JSON text through ``default=str``: redact that text.
+        return self.text(str(value))

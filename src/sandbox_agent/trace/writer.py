@@ -53,6 +53,10 @@ class TraceWriter:
         self._seq = 0
         self._handle = self.path.open("xb")
 
+    def redact_text(self, text: str) -> str:
+        """``text`` with every secret this trace redacts replaced (for records kept elsewhere)."""
+        return self._redactor.text(text)
+
     def emit(self, event: str, **fields: Any) -> dict[str, Any]:
         """Write one event and return it as written.
 
