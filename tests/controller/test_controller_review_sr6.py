@@ -163,3 +163,18 @@ def test_every_odd_output_counts_against_a_budget(tmp_path: Path, raw: str) -> N
     assert result.status in ("BUDGET_EXHAUSTED", "POLICY_ABORTED")
     used = result.budget_used
     assert used.invalid_outputs + used.policy_denials >= 4
+
+
+def test_holds_a_run_with_hostile_strings_verifies_and_its_files_agree(tmp_path: Path) -> None:
+    """After F5-F9 the sealed record, result.json and the trace still agree byte for byte
+    in what verify compares (canonical JSON), with odd strings and floats in the run."""
+    from sandbox_agent.evidence import verify_run
+
+    steps = [
+        {"raw": "\ud800 not json"},
+        {"tool": f"{SECRET}\u2028", "args": {}},
+        {"tool": "finish", "args": {"summary": "\u0085 done \U0001f600"}},
+    ]
+    result = run(tmp_path, steps)
+    report = verify_run(Path(result.trace_path).parent)
+    assert report.ok, report.failed()

@@ -25,6 +25,7 @@ from sandbox_agent.evidence.seal import (
     EVIDENCE_FILE,
     EVIDENCE_SCHEMA,
     REQUIRED_RECORD_FIELDS,
+    canonical_json,
     signed_payload,
 )
 
@@ -32,6 +33,27 @@ RESULT_FILE = "result.json"
 DIFF_FILE = "diff.patch"
 SOURCE_MISSING = "source not available"
 CHECK_NAMES = ("evidence", "signature", "trace_chain", "trace_head", "result", "diff", "fixture")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [key for key, _ in pairs]
+    if len(keys) != len(set(keys)):
+        # First-wins and last-wins readers would see two different documents.
+        raise ValueError("a key appears twice in one object")
+    return dict(pairs)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def strict_json(data: bytes) -> Any:
+    """Parse JSON that means one thing to every reader: no duplicate keys, no NaN/Infinity.
+
+    Raises:
+        ValueError: the bytes are not such JSON.
+    """
+    return json.loads(data, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
 
 
 class VerifyCheck(BaseModel):
@@ -83,7 +105,7 @@ class _Checks:
 def _load_evidence(run_dir: Path) -> tuple[dict[str, Any] | None, str]:
     path = run_dir / EVIDENCE_FILE
     try:
-        document = json.loads(path.read_bytes())
+        document = strict_json(path.read_bytes())
     except FileNotFoundError:
         return None, f"{EVIDENCE_FILE} is missing: the run was never sealed"
     except (OSError, ValueError) as error:
@@ -154,15 +176,18 @@ def _check_chain(run_dir: Path, record: dict[str, Any] | None, checks: _Checks) 
 
 def _check_result(run_dir: Path, record: dict[str, Any], checks: _Checks) -> None:
     try:
-        result = json.loads((run_dir / RESULT_FILE).read_bytes())
+        result = strict_json((run_dir / RESULT_FILE).read_bytes())
     except (OSError, ValueError) as error:
         checks.add("result", False, f"{RESULT_FILE} is missing or not JSON ({error})")
         return
-    if result != record["result"]:
+    # Compared as canonical JSON, not with Python's ==, for which 1, 1.0 and true are equal.
+    if not isinstance(result, dict) or canonical_json(result) != canonical_json(record["result"]):
+        if not isinstance(result, dict):
+            result = {}
         differing = sorted(
             key
             for key in set(result) | set(record["result"])
-            if result.get(key) != record["result"].get(key)
+            if canonical_json(result.get(key)) != canonical_json(record["result"].get(key))
         )
         checks.add("result", False, f"{RESULT_FILE} differs from the sealed result in {differing}")
         return
