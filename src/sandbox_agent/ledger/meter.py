@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Generic, NamedTuple, TypeVar
 
-from sandbox_agent.errors import InfrastructureError
+from sandbox_agent.errors import InfrastructureError, UsageError
 from sandbox_agent.ledger.prices import Price, cost_micros
 from sandbox_agent.ledger.store import MICROS_PER_USD, Ledger, Outcome, SpendLimits
 from sandbox_agent.providers.base import ProviderOptions, Usage
@@ -104,14 +104,24 @@ def estimate_input_tokens(payload: object) -> int:
 
 
 def limits_from_options(options: ProviderOptions) -> SpendLimits:
-    """The budgets of a run: the flags given, the named defaults for the rest."""
+    """The budgets of a run: the flags given, the named defaults for the rest.
 
-    def pick(value: float | None, default: float) -> float:
-        return default if value is None else value
+    Raises:
+        UsageError: a spend budget is negative, infinite or not a number.
+    """
+
+    def pick(value: float | None, default: float, flag: str) -> float:
+        if value is None:
+            return default
+        if not 0 <= value < math.inf:
+            raise UsageError(f"--{flag} must be a finite number >= 0, not {value}")
+        return value
 
     return SpendLimits(
-        max_cost_usd=pick(options.max_cost_usd, DEFAULT_MAX_COST_USD),
-        experiment_budget_usd=pick(options.experiment_budget_usd, DEFAULT_EXPERIMENT_BUDGET_USD),
+        max_cost_usd=pick(options.max_cost_usd, DEFAULT_MAX_COST_USD, "max-cost-usd"),
+        experiment_budget_usd=pick(
+            options.experiment_budget_usd, DEFAULT_EXPERIMENT_BUDGET_USD, "experiment-budget-usd"
+        ),
         max_calls=DEFAULT_MAX_CALLS if options.max_calls is None else options.max_calls,
         max_tokens=DEFAULT_MAX_TOKENS if options.max_tokens is None else options.max_tokens,
     )
