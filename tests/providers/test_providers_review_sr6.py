@@ -280,3 +280,30 @@ def test_f4_enormous_or_negative_usage_never_crashes_the_meter(
     (summary,) = Ledger(online).summary()
     assert summary.open_reservations == 0
     assert summary.requests == 3
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai"])
+def test_f11_only_the_providers_own_key_leaves_and_no_other_environment_secret(
+    name: str, online: Path, servers: list[Loopback], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SR-6 F11: the OpenAI SDK reads ``OPENAI_ORG_ID`` and ``OPENAI_PROJECT_ID`` from the
+    environment and sent them as headers to whatever ``--base-url`` named (the operator's
+    account ids to a third-party server). ``ANTHROPIC_AUTH_TOKEN`` and other secrets held."""
+    other = "tok-Other-Secret-9f8e7d6c5b4a"
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", other)
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-" + other)
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-" + other)
+    monkeypatch.setenv("GITHUB_TOKEN", other + "-gh")
+    server = Loopback(lambda handler, body: send_json(handler, 400, {}))
+    servers.append(server)
+    provider = make(name, server.url, online)
+    try:
+        with pytest.raises(InfrastructureError):
+            provider.complete(request())
+    finally:
+        provider.close()
+    key = ANTHROPIC_KEY if name == "anthropic" else OPENAI_KEY
+    for _, headers, body in server.received:
+        seen = json.dumps(headers) + body.decode()
+        assert other not in seen
+        assert seen.count(key) == 1

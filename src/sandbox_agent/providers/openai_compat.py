@@ -202,6 +202,11 @@ def create(options: ProviderOptions) -> Provider:
         max_retries=0,
         timeout=DEFAULT_REQUEST_TIMEOUT_SECONDS,
     )
+    if options.base_url is not None:
+        # The SDK reads OPENAI_ORG_ID and OPENAI_PROJECT_ID from the environment and sends
+        # them as headers: the operator's account ids are no business of another server.
+        client.organization = None
+        client.project = None
     return OpenAICompatProvider(
         client=client,
         transport=transport,
