@@ -1,8 +1,9 @@
 """PID 1: ``/usr/bin/python3 -I -B -m sandbox_supervisor CONFIG_JSON``.
 
-Order: undumpable, no signal handler, parse the config, attest, write ``A``; only
-when every check passed and the host then sent its go (``protocol.GO`` on stdin,
-within ``go_timeout_s``), fork the workload and relay; write ``X`` last; exit with
+Order: undumpable, no signal handler, parse the config, attest, write ``A``; for the
+trusted runner, import what it imports first (``launch.warm_runner``); only when every
+check passed and the host then sent its go (``protocol.GO`` on stdin, within
+``go_timeout_s``), fork the workload and relay; write ``X`` last; exit with
 ``protocol.pid1_exit_code`` of the workload's exit code. Exit codes of PID 1 itself,
 when no ``X`` frame was written: ``EXIT_REFUSED`` (125) for a bad config, a failed
 attestation or no go; ``EXIT_SUPERVISOR_ERROR`` (126) for its own crash (text on
@@ -23,7 +24,7 @@ import select
 import sys
 import time
 
-from sandbox_supervisor import attest, cgroup, protocol, wire
+from sandbox_supervisor import attest, cgroup, launch, protocol, wire
 from sandbox_supervisor.config import PROTOCOL_VERSION, ConfigError, parse_config
 from sandbox_supervisor.config import read_nonce as read_config_nonce
 from sandbox_supervisor.relay import Relay
@@ -101,6 +102,8 @@ def supervise(
     wire.write_record(out_fd, protocol.KIND_ATTESTATION, record)
     if not record["ok"]:
         return EXIT_REFUSED
+    if launch.in_process(config.argv, config.workload_env):
+        launch.warm_runner(config.argv)  # while the host checks the record and decides
     why = await_go(go_fd, config.go_timeout_s)
     if why is not None:
         print(f"sandbox_supervisor: no go from the host ({why}); nothing was run", file=sys.stderr)

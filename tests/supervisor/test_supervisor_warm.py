@@ -1,0 +1,122 @@
+"""PID 1 imports what the trusted runner imports first while the host decides its go
+(``launch.warm_runner``): only for the in-process runner, only after a passing
+attestation, and exactly the modules a fresh runner would import before any repository
+code, so the forked child starts where a fresh runner would be after its first lines.
+
+Fresh ``-I -B`` interpreters on the host (Debian's python3, as PID 1 in the image);
+the Docker tests run the same code inside containers on both runtimes.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sandbox_supervisor import launch
+
+SRC = Path(__file__).parents[2] / "src"
+HELPERS = Path(__file__).parent
+PYTHON = "/usr/bin/python3"
+
+pytestmark = pytest.mark.skipif(not Path(PYTHON).exists(), reason="needs Debian's python3")
+
+
+def _modules_after(code: str) -> set[str]:
+    """The modules a fresh ``-I -B`` interpreter holds after ``code`` (this venv's, which
+    has pytest; the set of a module's imports does not depend on the interpreter's path)."""
+    done = subprocess.run(
+        [sys.executable, "-I", "-B", "-c", f"import sys; sys.path.insert(0, {str(SRC)!r}); {code}; "
+         "import json as _j; print(_j.dumps(sorted(sys.modules)))"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+@pytest.mark.parametrize("runner", ["unittest", "pytest"])
+def test_pid1_warms_every_module_the_runner_imports_before_the_repository(runner: str) -> None:
+    if runner == "pytest":
+        pytest.importorskip("pytest")
+    # What a fresh runner has imported when it puts the repository on sys.path.
+    fresh = _modules_after(
+        "import sandbox_supervisor.run_tests" + ("; import pytest" if runner == "pytest" else "")
+    )
+    warmed = _modules_after(
+        "import sandbox_supervisor.__main__; from sandbox_supervisor import launch; "
+        f"launch.warm_runner([*launch.RUNNER_ARGV, {runner!r}])"
+    )
+    missing = fresh - warmed - {"sandbox_supervisor.run_tests"}
+    assert not missing, sorted(missing)
+    # The runner module itself stays unimported: runpy runs it as __main__ in the child.
+    assert "sandbox_supervisor.run_tests" not in warmed
+
+
+def test_a_module_that_fails_to_import_is_left_to_the_runner() -> None:
+    modules = _modules_after(
+        "from sandbox_supervisor import launch; "
+        "launch.RUNNER_IMPORTS = ('no_such_module_here', 'unittest'); "
+        "launch.warm_runner(list(launch.RUNNER_ARGV) + ['unittest'])"
+    )
+    assert "unittest" in modules
+
+
+PID1 = f"""
+import json, os, sys, tempfile
+sys.path[:0] = [{str(SRC)!r}, {str(HELPERS)!r}]
+from sandbox_supervisor import launch, protocol
+from sandbox_supervisor.__main__ import supervise
+from sandbox_supervisor.attest import Check
+from supervisor_helpers import valid_config
+
+calls = []
+out = tempfile.TemporaryFile()
+def recorder(argv):
+    # What PID 1 had written when it warmed: the attestation must come first.
+    calls.append({{"argv": argv, "written": os.fstat(out.fileno()).st_size}})
+launch.warm_runner = recorder
+
+argv, ok = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+start_env = {{k: v for k, v in os.environ.items() if k.startswith(launch.START_ENV_PREFIXES)}}
+config = valid_config(argv=argv, cwd=tempfile.gettempdir(),
+                      workload_env={{"PATH": "/usr/bin:/bin", **start_env}})
+attester = lambda config: [Check("host_test", ok, "")]
+read_end, write_end = os.pipe()
+os.close(write_end)  # no go: PID 1 must run nothing
+code = supervise(json.dumps(config), out.fileno(), attester=attester,
+                 read_oom=lambda: None, go_fd=read_end)
+print(json.dumps({{"code": code, "calls": calls}}))
+"""
+
+
+def _pid1(argv: list[str], attested: bool) -> dict[str, object]:
+    done = subprocess.run(
+        [PYTHON, "-I", "-B", "-c", PID1, json.dumps(argv), json.dumps(attested)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result: dict[str, object] = json.loads(done.stdout.splitlines()[-1])
+    return result
+
+
+def test_pid1_warms_the_runner_after_a_passing_attestation_and_before_the_go() -> None:
+    argv = [*launch.RUNNER_ARGV, "unittest"]
+    run = _pid1(argv, attested=True)
+    (call,) = run["calls"]  # type: ignore[misc]
+    assert call["argv"] == argv
+    assert call["written"] > 0  # the attestation frame was already out
+
+
+@pytest.mark.parametrize(
+    ("argv", "attested"),
+    [
+        ([*launch.RUNNER_ARGV, "unittest"], False),  # a failed attestation: nothing more
+        (["/usr/bin/env", "true"], True),  # an exec'd workload gains nothing from it
+        (["/usr/bin/python3", "-m", launch.RUNNER_MODULE, "unittest"], True),  # not -I -B
+    ],
+)
+def test_pid1_warms_nothing_for_anything_else(argv: list[str], attested: bool) -> None:
+    assert _pid1(argv, attested)["calls"] == []
