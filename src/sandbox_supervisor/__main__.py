@@ -102,7 +102,7 @@ def supervise(
     wire.write_record(out_fd, protocol.KIND_ATTESTATION, record)
     if not record["ok"]:
         return EXIT_REFUSED
-    if launch.in_process(config.argv, config.workload_env):
+    if launch.should_warm(config):
         launch.warm_runner(config.argv)  # while the host checks the record and decides
     why = await_go(go_fd, config.go_timeout_s)
     if why is not None:

@@ -55,6 +55,10 @@ RUNNER_IMPORTS = (
 """What ``sandbox_supervisor.run_tests`` imports before the repository is on ``sys.path``
 (``pytest`` too, for that runner). ``tests/supervisor/test_supervisor_warm.py`` keeps the
 two in step."""
+WARM_MIN_MEMORY_BYTES = 256 * 1024 * 1024
+"""Below this memory limit PID 1 does not import them: PID 1 and the forked child would
+each hold a copy of what the child's reference counting touches (measured: a pytest
+suite that passed at 24 and 32 MiB ran out of memory with them imported ahead)."""
 START_ENV_PREFIXES = ("LANG", "LC_", "TZ")
 """Variables an interpreter reads once at start-up (locale, UTF-8 mode, time zone): the
 workload must have PID 1's values for them, or it is exec'd."""
@@ -83,16 +87,25 @@ def in_process(argv: list[str], workload_env: dict[str, str]) -> bool:
     return all(os.environ.get(name) == workload_env.get(name) for name in names)
 
 
+def should_warm(config: Config) -> bool:
+    """Whether PID 1 imports the runner's first imports while it waits for the go: only
+    for the in-process runner, and only with room for two copies of them."""
+    return (
+        in_process(config.argv, config.workload_env)
+        and config.expect.memory_bytes >= WARM_MIN_MEMORY_BYTES
+    )
+
+
 def warm_runner(argv: list[str]) -> None:
     """Import what the trusted runner imports first, in PID 1, while the host decides its go.
 
-    Only for the in-process runner (``in_process``), only after the attestation is
-    written. A fresh runner imports the same modules, from the same read-only image
-    files, before any repository code; the forked child then finds them as it would
-    after its own first lines, and each run skips ~40 ms of imports under runc and
-    ~100 ms under runsc (~120-330 ms more for ``pytest``). A pre-started sandbox pays
-    this while it waits; a cold run pays it before the fork instead of after. ``-I``
-    keeps the repository off ``sys.path``. A module that fails to import is left to the
+    Only when ``should_warm``, only after the attestation is written. A fresh runner
+    imports the same modules, from the same read-only image files, before any
+    repository code; the forked child then finds them as it would after its own first
+    lines, and each run skips ~40 ms of imports under runc and ~100 ms under runsc
+    (~120-330 ms more for ``pytest``). A pre-started sandbox pays this while it waits;
+    a cold run pays it before the fork instead of after. ``-I`` keeps the repository
+    off ``sys.path``. A module that fails to import is left to the
     runner, which reports the failure as it always did.
     """
     names: tuple[str, ...] = RUNNER_IMPORTS

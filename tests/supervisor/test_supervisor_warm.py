@@ -21,6 +21,7 @@ from sandbox_supervisor import launch
 SRC = Path(__file__).parents[2] / "src"
 HELPERS = Path(__file__).parent
 PYTHON = "/usr/bin/python3"
+MiB = 1024 * 1024
 
 pytestmark = pytest.mark.skipif(not Path(PYTHON).exists(), reason="needs Debian's python3")
 
@@ -79,10 +80,11 @@ def recorder(argv):
     calls.append({{"argv": argv, "written": os.fstat(out.fileno()).st_size}})
 launch.warm_runner = recorder
 
-argv, ok = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+argv, ok, memory = (json.loads(arg) for arg in sys.argv[1:4])
 start_env = {{k: v for k, v in os.environ.items() if k.startswith(launch.START_ENV_PREFIXES)}}
 config = valid_config(argv=argv, cwd=tempfile.gettempdir(),
                       workload_env={{"PATH": "/usr/bin:/bin", **start_env}})
+config["expect"]["memory_bytes"] = memory
 attester = lambda config: [Check("host_test", ok, "")]
 read_end, write_end = os.pipe()
 os.close(write_end)  # no go: PID 1 must run nothing
@@ -92,9 +94,9 @@ print(json.dumps({{"code": code, "calls": calls}}))
 """
 
 
-def _pid1(argv: list[str], attested: bool) -> dict[str, object]:
+def _pid1(argv: list[str], attested: bool, memory: int = 512 * MiB) -> dict[str, object]:
     done = subprocess.run(
-        [PYTHON, "-I", "-B", "-c", PID1, json.dumps(argv), json.dumps(attested)],
+        [PYTHON, "-I", "-B", "-c", PID1, json.dumps(argv), json.dumps(attested), str(memory)],
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -111,12 +113,14 @@ def test_pid1_warms_the_runner_after_a_passing_attestation_and_before_the_go() -
 
 
 @pytest.mark.parametrize(
-    ("argv", "attested"),
+    ("argv", "attested", "memory"),
     [
-        ([*launch.RUNNER_ARGV, "unittest"], False),  # a failed attestation: nothing more
-        (["/usr/bin/env", "true"], True),  # an exec'd workload gains nothing from it
-        (["/usr/bin/python3", "-m", launch.RUNNER_MODULE, "unittest"], True),  # not -I -B
+        ([*launch.RUNNER_ARGV, "unittest"], False, 512 * MiB),  # a failed attestation
+        (["/usr/bin/env", "true"], True, 512 * MiB),  # an exec'd workload gains nothing
+        (["/usr/bin/python3", "-m", launch.RUNNER_MODULE, "unittest"], True, 512 * MiB),
+        # no room for two copies of the imports: the child imports them, as before
+        ([*launch.RUNNER_ARGV, "pytest"], True, launch.WARM_MIN_MEMORY_BYTES - 1),
     ],
 )
-def test_pid1_warms_nothing_for_anything_else(argv: list[str], attested: bool) -> None:
-    assert _pid1(argv, attested)["calls"] == []
+def test_pid1_warms_nothing_for_anything_else(argv: list[str], attested: bool, memory: int) -> None:
+    assert _pid1(argv, attested, memory)["calls"] == []
