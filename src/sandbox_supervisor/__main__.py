@@ -100,11 +100,12 @@ def supervise(
     checks = attest.attest(config) if attester is None else attester(config)
     record = _attestation(config.nonce, config.runtime, checks)
     wire.write_record(out_fd, protocol.KIND_ATTESTATION, record)
+    attested_at = time.monotonic()
     if not record["ok"]:
         return EXIT_REFUSED
     if launch.should_warm(config):
         launch.warm_runner(config.argv)  # while the host checks the record and decides
-    why = await_go(go_fd, config.go_timeout_s)
+    why = await_go(go_fd, config.go_timeout_s, since=attested_at)
     if why is not None:
         print(f"sandbox_supervisor: no go from the host ({why}); nothing was run", file=sys.stderr)
         return EXIT_REFUSED
@@ -114,17 +115,16 @@ def supervise(
     return protocol.pid1_exit_code(int(fields["exit_code"]))
 
 
-def await_go(fd: int, timeout_s: float) -> str | None:
-    """Wait for the host's go on ``fd``: ``None`` once it came, else why it did not."""
+def await_go(fd: int, timeout_s: float, *, since: float | None = None) -> str | None:
+    """Wait for the host's go on ``fd`` until ``timeout_s`` after ``since`` (a monotonic
+    time, the attestation's; now by default): ``None`` once it came, else why it did not.
+    A go already waiting is taken even when that time has passed (it came in time)."""
     poller = select.poll()
     poller.register(fd, select.POLLIN | select.POLLHUP)
-    deadline = time.monotonic() + timeout_s
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
+    deadline = (time.monotonic() if since is None else since) + timeout_s
+    while not poller.poll(max(math.ceil((deadline - time.monotonic()) * 1000), 0)):
+        if time.monotonic() >= deadline:
             return f"none within {timeout_s:g} s"
-        if poller.poll(math.ceil(left * 1000)):
-            break
     try:
         data = os.read(fd, len(protocol.GO))
     except OSError as error:
@@ -161,9 +161,11 @@ def exit_now(code: int) -> NoReturn:
     """End PID 1 with ``code`` without the interpreter's finalization.
 
     Finalization (module teardown, GC) cost ~6 ms under runc and ~15 ms under gVisor
-    at the end of every run (issue 3), and does nothing PID 1 needs: it registers no
-    ``atexit`` handler, its frames are written unbuffered with ``os.write``, and the
-    only buffered text (stderr) is flushed here.
+    at the end of every run (issue 3), and does nothing PID 1 needs: its own code
+    registers no ``atexit`` handler (the runner's imports made ahead may, e.g.
+    ``logging.shutdown`` for pytest; they are for the forked runner, which runs them),
+    its frames are written unbuffered with ``os.write``, and the only buffered text
+    (stderr) is flushed here.
     """
     for stream in (sys.stdout, sys.stderr):
         try:

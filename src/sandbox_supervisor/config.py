@@ -144,7 +144,8 @@ class Config(_Record):
     kill_grace_s: float
     output_budget: int
     go_timeout_s: float
-    """How long PID 1 waits, after its attestation, for the host's go (then forks nothing)."""
+    """How long PID 1 waits, from its attestation, for the host's go (then forks nothing);
+    a go that came in time is taken even if the runner's imports made ahead ran longer."""
     expect: Expect
 
 

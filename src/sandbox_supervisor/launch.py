@@ -114,7 +114,7 @@ def warm_runner(argv: list[str]) -> None:
     for name in names:
         try:
             __import__(name)
-        except Exception:  # noqa: S112 - the runner imports it again and says why it fails
+        except BaseException:  # noqa: S112 - the runner imports it again and says why it fails
             continue
 
 

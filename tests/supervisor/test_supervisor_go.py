@@ -121,3 +121,16 @@ def test_go_timeout_must_be_a_positive_number(value: object) -> None:
     text = json.dumps(valid_config(go_timeout_s=value))
     with pytest.raises(ConfigError, match="go_timeout_s"):
         parse_config(text)
+
+
+def test_the_go_timeout_counts_from_the_attestation(go_pipe: tuple[int, int]) -> None:
+    """PID 1 may spend part of ``go_timeout_s`` importing the runner's first imports
+    (``launch.warm_runner``): the wait ends ``go_timeout_s`` after the attestation, and a
+    go that came meanwhile is taken even when that time has passed."""
+    read_end, write_end = go_pipe
+    long_ago = time.monotonic() - 10
+    started = time.monotonic()
+    assert await_go(read_end, 5, since=long_ago) == "none within 5 s"
+    assert time.monotonic() - started < 1  # not another 5 s from now
+    os.write(write_end, protocol.GO)
+    assert await_go(read_end, 5, since=long_ago) is None

@@ -56,6 +56,55 @@ def test_pid1_warms_every_module_the_runner_imports_before_the_repository(runner
     assert "sandbox_supervisor.run_tests" not in warmed
 
 
+def test_pid1_warms_nothing_a_fresh_runner_would_not_import() -> None:
+    """The other half of "exactly": beyond PID 1's own modules, the warm adds only what
+    the runner (with pytest, the largest set) imports before the repository."""
+    pid1 = _modules_after("import sandbox_supervisor.__main__")
+    fresh = _modules_after("import sandbox_supervisor.run_tests; import pytest")
+    warmed = _modules_after(
+        "import sandbox_supervisor.__main__; from sandbox_supervisor import launch; "
+        "launch.warm_runner([*launch.RUNNER_ARGV, 'pytest'])"
+    )
+    extra = warmed - pid1 - fresh
+    assert not extra, sorted(extra)
+
+
+POISON = 'import os; os.write(2, b"POISON " + __name__.encode() + b"\\n")\n'
+
+
+@pytest.mark.parametrize("runner", ["unittest", "pytest"])
+def test_the_warm_ignores_a_hostile_workspace_and_environment(tmp_path: Path, runner: str) -> None:
+    """The real imports, with PID 1's cwd (the workspace) full of look-alike modules, a
+    ``.pth`` file, pytest configuration and pytest's variables: none of it is loaded."""
+    if runner == "pytest":
+        pytest.importorskip("pytest")
+    names = ("json", "stat", "typing", "pytest", "pluggy", "iniconfig", "packaging", "logging")
+    for name in (*names, "inspect", "sitecustomize", "usercustomize", "conftest"):
+        (tmp_path / f"{name}.py").write_text(POISON)
+    for package in ("unittest", "_pytest", "sandbox_supervisor"):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text(POISON)
+    (tmp_path / "evil.pth").write_text("import os; os.write(2, b'POISON pth\\n')\n")
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -p conftest\n")
+    code = (
+        f"import os, sys; sys.path.append({str(SRC)!r}); "
+        "from sandbox_supervisor import launch; "
+        f"launch.warm_runner([*launch.RUNNER_ARGV, {runner!r}]); "
+        "assert all(not (getattr(m, '__file__', None) or '').startswith(os.getcwd()) "
+        "for m in list(sys.modules.values())); "
+        "print('pytest' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-B", "-c", code], cwd=tmp_path, capture_output=True, text=True,
+        timeout=60, check=False,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8",
+             "PYTEST_ADDOPTS": "-p conftest", "PYTEST_PLUGINS": "conftest"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "POISON" not in done.stderr
+    assert done.stdout.strip() == str(runner == "pytest")
+
+
 def test_a_module_that_fails_to_import_is_left_to_the_runner() -> None:
     modules = _modules_after(
         "from sandbox_supervisor import launch; "
