@@ -31,7 +31,10 @@ SECURITY_SUITES: tuple[tuple[str, str], ...] = (
     ("tests/controller", "controller: injection and adversarial providers, status precedence"),
     ("tests/service", "service: authentication, limits, hostile requests"),
     ("tests/evidence", "evidence: tampering with every field of a sealed run"),
-    ("tests/assurance", "assurance: guarantees table, security-review regressions"),
+    ("tests/providers", "providers: hostile endpoints (redirects, size, pace), key handling"),
+    ("tests/trace", "trace: the redactor against secrets, cuts and odd strings"),
+    ("tests/ledger", "ledger: budgets, impossible counts, concurrent spend"),
+    ("tests/assurance", "assurance: guarantees and threat-model tables, review regressions"),
 )
 """(folder, what it covers): the suites whose results the report carries."""
 PYTEST_TIMEOUT_S = 3600.0
