@@ -143,10 +143,19 @@ def problems(rows: list[Guarantee], root: Path = PROJECT_ROOT) -> list[str]:
             why = resolve_reference(reference)
             if why:
                 found.append(f"{row.id}: {reference}: {why}")
-        for test in row.tests:
-            item = collected.get(test)
-            if item is None:
-                found.append(f"{row.id}: {test}: not collected (no such test)")
-            elif item.skip is not None:
-                found.append(f"{row.id}: {test}: skipped here ({item.skip})")
+        found += unresolved_tests(row.id, row.tests, collected)
+    return found
+
+
+def unresolved_tests(
+    row_id: str, tests: Iterable[str], collected: dict[str, CollectedTest]
+) -> list[str]:
+    """The named tests of one row that are not collected, or would be skipped here."""
+    found: list[str] = []
+    for test in tests:
+        item = collected.get(test)
+        if item is None:
+            found.append(f"{row_id}: {test}: not collected (no such test)")
+        elif item.skip is not None:
+            found.append(f"{row_id}: {test}: skipped here ({item.skip})")
     return found

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
-from sandbox_agent.assurance.guarantees import collect
+from sandbox_agent.assurance.guarantees import collect, unresolved_tests
 from sandbox_agent.settings import PROJECT_ROOT
 
 THREAT_MODEL_FILE = PROJECT_ROOT / "docs" / "THREAT_MODEL.md"
@@ -48,10 +48,5 @@ def problems(rows: list[AttackPath], root: Path = PROJECT_ROOT) -> list[str]:
         seen.add(row.id)
         if not row.tests:
             found.append(f"{row.id}: names no test")
-        for test in row.tests:
-            item = collected.get(test)
-            if item is None:
-                found.append(f"{row.id}: {test}: not collected (no such test)")
-            elif item.skip is not None:
-                found.append(f"{row.id}: {test}: skipped here ({item.skip})")
+        found += unresolved_tests(row.id, row.tests, collected)
     return found
