@@ -282,6 +282,43 @@ def test_f4_enormous_or_negative_usage_never_crashes_the_meter(
     assert summary.requests == 3
 
 
+UNDECODABLE = {
+    "not_json": b"{not json",
+    "deeply_nested": b"[" * 100_000 + b"]" * 100_000,
+    "not_utf8": b'{"id": "\xff\xfe"}',
+}
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai"])
+@pytest.mark.parametrize("body", sorted(UNDECODABLE))
+def test_f12_an_answer_that_is_not_json_is_an_unreadable_answer(
+    name: str, body: str, online: Path, servers: list[Loopback]
+) -> None:
+    """SR-6 F12 (found after the review): a 200 whose body the SDK cannot decode raised
+    JSONDecodeError or RecursionError out of the provider, so the run stopped on an
+    internal error, unsealed, instead of ending on a provider error."""
+
+    def respond(handler: BaseHTTPRequestHandler, _: bytes) -> None:
+        payload = UNDECODABLE[body]
+        handler.send_response(200)
+        handler.send_header("content-type", "application/json")
+        handler.send_header("content-length", str(len(payload)))
+        handler.end_headers()
+        handler.wfile.write(payload)
+
+    server = Loopback(respond)
+    servers.append(server)
+    provider = make(name, server.url, online)
+    try:
+        with pytest.raises(InfrastructureError, match="could not be read"):
+            provider.complete(request())
+    finally:
+        provider.close()
+    assert len(server.received) == 1  # not retried
+    (summary,) = Ledger(online).summary()
+    assert summary.requests == 1
+
+
 @pytest.mark.parametrize("name", ["anthropic", "openai"])
 def test_f11_only_the_providers_own_key_leaves_and_no_other_environment_secret(
     name: str, online: Path, servers: list[Loopback], monkeypatch: pytest.MonkeyPatch

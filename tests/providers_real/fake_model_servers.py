@@ -17,7 +17,8 @@ from typing import Any, NamedTuple
 
 class Answer(NamedTuple):
     status: int
-    body: dict[str, Any]
+    body: dict[str, Any] | bytes
+    """JSON-encoded when a mapping; sent as they are when bytes (a broken or hostile body)."""
     headers: dict[str, str] | None = None
 
 
@@ -50,7 +51,8 @@ class FakeModelServer:
                         if server.answers
                         else Answer(500, {"error": {"type": "script_exhausted"}})
                     )
-                payload = json.dumps(answer.body).encode()
+                raw = answer.body
+                payload = raw if isinstance(raw, bytes) else json.dumps(raw).encode()
                 self.send_response(answer.status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(payload)))

@@ -72,3 +72,38 @@ def test_a_paginator_run_keeps_keys_out_of_its_trace(
     trace = Path(result.trace_path).read_text()
     assert PLANTED not in trace
     assert "[REDACTED]" in trace
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_an_answer_that_is_not_json_ends_the_run_sealed_on_a_provider_error(
+    server: FakeModelServer, online: Path, tmp_path: Path
+) -> None:
+    """SR-6 F12: an undecodable answer used to escape as JSONDecodeError, and the run
+    stopped unsealed; now the run ends on the provider's failure, its final tests run and
+    its record sealed and verifiable."""
+    from sandbox_agent.evidence import verify_run
+
+    first = openai_tool_call("list_files", "{}", "call_0")
+    server.answers.extend(
+        [Answer(200, openai_completion({"tool_calls": [first]})), Answer(200, b"{not json")]
+    )
+    config = RunConfig(
+        task="Page numbers start at 1; fix the paginator.",
+        fixture="paginator",
+        provider="openai",
+        provider_options=ProviderOptions(
+            model="gpt-4o-mini", base_url=f"{server.url}/v1", ledger_path=str(online)
+        ),
+        trace_dir=tmp_path / "runs",
+    )
+
+    result = run_task(config)
+
+    assert result.status != "SUCCEEDED"
+    assert "provider" in result.reason
+    assert result.final_tests is not None
+    assert not result.final_tests.passed
+    assert len(server.received) == 2  # the broken answer is not retried
+    report = verify_run(Path(result.trace_path).parent)
+    assert report.ok, report.failed()

@@ -12,13 +12,14 @@ silent at the last moment).
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 
 import httpx2
 from typing_extensions import override
 
-from sandbox_agent.ledger.meter import Failure
+from sandbox_agent.ledger.meter import Failure, unreadable_answer
 
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 """One model answer; real ones are a few KiB (output tokens are capped per request)."""
@@ -121,9 +122,16 @@ def bounded_client(transport: BoundedTransport) -> httpx2.Client:
     return httpx2.Client(transport=transport, follow_redirects=False)
 
 
+UNDECODABLE_BODY = (json.JSONDecodeError, UnicodeDecodeError, RecursionError)
+"""What the SDKs raise, unwrapped, for a body they cannot decode: not JSON, not UTF-8, or
+nested deeper than the decoder's recursion limit."""
+
+
 def bounded_failure(error: Exception) -> Failure | None:
-    """How an SDK error caused by this client's bounds is settled: not retried; None for
-    any other error."""
+    """How an SDK error caused by this client's bounds, or by a body the SDK cannot
+    decode, is settled: not retried; None for any other error."""
+    if isinstance(error, UNDECODABLE_BODY):
+        return unreadable_answer()
     cause = error.__cause__ or error.__context__
     if isinstance(cause, ResponseTooLarge):
         return Failure(
