@@ -1,0 +1,124 @@
+"""SR-7: the evaluation harness against a hostile task set, hostile dataset rows, a
+hostile model and a results folder someone else reads later (docs/SECURITY_REVIEW.md).
+
+Runs that need Docker go through the real controller, the real scripted provider and
+the real Docker backend; the "model" is a scripted plan.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sandbox_agent.controller import run_task
+from sandbox_agent.evals import humanevalfix
+from sandbox_agent.evals.cases import EvalCase
+from sandbox_agent.evals.executor import EvalOptions, run_all
+from sandbox_agent.evals.report import make_report, to_markdown
+from sandbox_agent.sandbox.docker_backend import DockerBackend
+
+HEADINGS = [
+    "# Eval report: sr7",
+    "## Summary",
+    "## Per task (every repeat kept, in order)",
+    "## Runs",
+    "## Violations",
+    "## Harness errors",
+]
+
+
+def _row(**fields: str) -> dict[str, str]:
+    row = {
+        "task_id": "Python/900",
+        "prompt": 'def add(a, b):\n    """Add."""\n',
+        "buggy_solution": "    return a - b\n",
+        "canonical_solution": "    return a + b\n",
+        "test": "def check(candidate):\n    assert candidate(1, 2) == 3\n\ncheck(add)\n",
+        "example_test": "",
+        "entry_point": "add",
+    }
+    row.update(fields)
+    return row
+
+
+def _case(tmp_path: Path, steps: list[dict[str, object]], **fields: str) -> EvalCase:
+    row = humanevalfix.Row.model_validate(_row(**fields))
+    case = humanevalfix.build_case(row, tmp_path / "suite", fix=True)
+    assert case.plan is not None
+    case.plan.write_text(json.dumps({"steps": steps}), encoding="utf-8")
+    return case
+
+
+def _backend() -> DockerBackend:
+    return DockerBackend(reap_on_first_use=False)
+
+
+def _run(cases: list[EvalCase], tmp_path: Path, jobs: int = 1) -> list:  # type: ignore[type-arg]
+    options = EvalOptions(jobs=jobs, trace_dir=tmp_path / "traces")
+    return run_all(cases, options, backend_factory=_backend, run_task=run_task)
+
+
+def _report_md(records: list) -> str:  # type: ignore[type-arg]
+    import datetime as dt
+
+    report = make_report(
+        records,
+        suite="sr7",
+        provider="scripted",
+        model="",
+        runtime="runc",
+        jobs=1,
+        repeats=1,
+        control=False,
+        started_at=dt.datetime(2026, 12, 1, tzinfo=dt.UTC),
+        wall_seconds=1.0,
+    )
+    return to_markdown(report)
+
+
+FORGE = (
+    "\nimport json as _j, os as _o, stat as _s\n"
+    "for _n in _o.listdir('/proc/self/fd'):\n"
+    "    try:\n"
+    "        if int(_n) > 2 and _s.S_ISFIFO(_o.fstat(int(_n)).st_mode):\n"
+    "            _o.write(int(_n), _j.dumps({'runner': 'unittest', 'tests_run': 1,"
+    " 'failures': 0, 'errors': 0, 'skipped': 0}).encode())\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "_o._exit(0)\n"
+)
+
+
+# --- F1: the code under test forges the held-out verdict (open, SR-2's residual) -----
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="SR-7 F1 (open): held-out tests import the model's code in the runner's "
+    "process, which can forge the runner's report and os._exit(0) (SR-2 residual)",
+)
+def test_f1_code_under_test_cannot_forge_a_held_out_pass(tmp_path: Path) -> None:
+    steps: list[dict[str, object]] = [
+        {
+            "tool": "apply_patch",
+            "args": {
+                "edits": [
+                    {
+                        "path": "solution.py",
+                        "old": "    return a - b\n",
+                        "new": "    return a - b\n" + FORGE,
+                    }
+                ]
+            },
+        },
+        {"tool": "finish", "args": {"summary": "fixed add"}},
+    ]
+    (record,) = _run([_case(tmp_path, steps)], tmp_path)
+    # The bug is still there (a - b): the held-out check must not pass.
+    assert record.files_changed == ["solution.py"]
+    assert not record.held_out.passed
+    assert not record.passed
