@@ -8,6 +8,7 @@ the real Docker backend; the "model" is a scripted plan.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -122,3 +123,31 @@ def test_f1_code_under_test_cannot_forge_a_held_out_pass(tmp_path: Path) -> None
     assert record.files_changed == ["solution.py"]
     assert not record.held_out.passed
     assert not record.passed
+
+
+# --- F2: strings from the model or the dataset rewrite report.md -----------------------
+
+HOSTILE_TOOL = (
+    "x\n\n## Summary\n\n| tasks | runs | passed |\n| 1 | 1 | 1 |\n"
+    "<img src=x onerror=alert(1)> [click](javascript:alert(1)) `"
+)
+
+
+def _headings(markdown: str) -> list[str]:
+    return [line for line in markdown.splitlines() if line.startswith("#")]
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_f2_a_model_named_tool_cannot_write_lines_or_html_into_report_md(tmp_path: Path) -> None:
+    steps: list[dict[str, object]] = [
+        {"tool": HOSTILE_TOOL, "args": {}},
+        {"tool": "finish", "args": {"summary": "done"}},
+    ]
+    (record,) = _run([_case(tmp_path, steps)], tmp_path)
+    assert any(HOSTILE_TOOL[:20] in v.detail for v in record.attempted_violations)
+    markdown = _report_md([record])
+    assert _headings(markdown) == ["# Eval report: sr7", "## Summary", *HEADINGS[2:5]]
+    # Only backslash-escaped: no tag, no link, no code span opens.
+    assert not re.search(r"(?<!\\)[<`]|(?<!\\)\]\(", markdown.replace("`---`", ""))
+    assert not any(line.startswith("| 1 | 1 | 1 |") for line in markdown.splitlines())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -87,8 +88,26 @@ def default_results_dir(now: dt.datetime) -> Path:
     return Path("results") / now.strftime("%Y%m%dT%H%M%SZ")
 
 
+MAX_CELL_CHARS = 300
+"""A string from a run (a tool name, a path, an error) is cut here in ``report.md``;
+``report.json`` keeps it whole."""
+_MARKDOWN_ACTIVE = re.compile(r"([\\`*_\[\]<>&|~])")
+
+
+def _text(value: object) -> str:
+    """Any string a run produced (the model's tool names and paths, dataset ids, error
+    text) as inert Markdown: one line (characters that are not printable, line breaks
+    among them, shown as ``\\uXXXX``), every character Markdown or HTML acts on
+    backslash-escaped, cut at ``MAX_CELL_CHARS``."""
+    text = str(value)
+    if len(text) > MAX_CELL_CHARS:
+        text = text[:MAX_CELL_CHARS] + "..."
+    text = "".join(ch if ch.isprintable() else f"\\u{ord(ch):04x}" for ch in text)
+    return _MARKDOWN_ACTIVE.sub(r"\\\1", text)
+
+
 def _row(cells: list[Any]) -> str:
-    return "| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |"
+    return "| " + " | ".join(_text(cell) for cell in cells) + " |"
 
 
 def _held_out_cell(record: RunRecord) -> str:
@@ -100,12 +119,12 @@ def to_markdown(report: EvalReport) -> str:
     """A human report: notice, configuration, summary, per task, every run, violations."""
     s = report.summary
     lines = [
-        f"# Eval report: {report.suite}",
+        f"# Eval report: {_text(report.suite)}",
         "",
-        f"> {report.notice}",
+        f"> {_text(report.notice)}",
         "",
-        f"- provider `{report.provider}`, model `{report.model or '-'}`, runtime "
-        f"`{report.runtime}`, jobs {report.jobs}, repeats {report.repeats}"
+        f"- provider {_text(report.provider)}, model {_text(report.model or '-')}, runtime "
+        f"{_text(report.runtime)}, jobs {report.jobs}, repeats {report.repeats}"
         + (", **control run (no fix)**" if report.control else ""),
         f"- started {report.started_at}, wall time {report.wall_seconds:.1f} s",
         "",
@@ -117,7 +136,7 @@ def to_markdown(report: EvalReport) -> str:
         "",
         f"Held-out passed {s.held_out_passed}/{s.runs}; timeouts {s.timeouts}; sandbox "
         f"failures {s.sandbox_failures}; invalid outputs {s.invalid_outputs}; harness errors "
-        f"{s.harness_errors}; statuses {json.dumps(s.statuses)}.",
+        f"{s.harness_errors}; statuses {_text(json.dumps(s.statuses))}.",
         "",
         "## Per task (every repeat kept, in order)",
         "",
@@ -177,7 +196,7 @@ def to_markdown(report: EvalReport) -> str:
         for r in report.runs
     ]
     violations = [
-        f"- `{r.task_id}` #{r.repeat}: {kind} {v.kind}: {v.detail}"
+        f"- {_text(r.task_id)} #{r.repeat}: {kind} {_text(v.kind)}: {_text(v.detail)}"
         for r in report.runs
         for kind, found in (
             ("attempted", r.attempted_violations),
@@ -187,7 +206,7 @@ def to_markdown(report: EvalReport) -> str:
     ]
     if violations:
         lines += ["", "## Violations", "", *violations]
-    errors = [f"- `{r.task_id}` #{r.repeat}: {r.error}" for r in report.runs if r.error]
+    errors = [f"- {_text(r.task_id)} #{r.repeat}: {_text(r.error)}" for r in report.runs if r.error]
     if errors:
         lines += ["", "## Harness errors", "", *errors]
     return "\n".join(lines) + "\n"
