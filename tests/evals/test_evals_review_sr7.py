@@ -16,7 +16,7 @@ import pytest
 from sandbox_agent.controller import run_task
 from sandbox_agent.evals import humanevalfix
 from sandbox_agent.evals.cases import EvalCase
-from sandbox_agent.evals.executor import EvalOptions, run_all
+from sandbox_agent.evals.executor import HARNESS_ERROR, EvalOptions, run_all
 from sandbox_agent.evals.report import make_report, to_markdown
 from sandbox_agent.sandbox.docker_backend import DockerBackend
 
@@ -151,3 +151,36 @@ def test_f2_a_model_named_tool_cannot_write_lines_or_html_into_report_md(tmp_pat
     # Only backslash-escaped: no tag, no link, no code span opens.
     assert not re.search(r"(?<!\\)[<`]|(?<!\\)\]\(", markdown.replace("`---`", ""))
     assert not any(line.startswith("| 1 | 1 | 1 |") for line in markdown.splitlines())
+
+
+# --- F3: one run's failure after the agent finished lost every run's record -------------
+
+FIX_STEPS: list[dict[str, object]] = [
+    {
+        "tool": "apply_patch",
+        "args": {
+            "edits": [
+                {"path": "solution.py", "old": "    return a - b\n", "new": "    return a + b\n"}
+            ]
+        },
+    },
+    {"tool": "finish", "args": {"summary": "fixed add"}},
+]
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_f3_a_held_out_phase_that_raises_is_one_harness_error_not_a_lost_eval(
+    tmp_path: Path,
+) -> None:
+    good = _case(tmp_path / "good", FIX_STEPS)
+    broken = _case(tmp_path / "broken", FIX_STEPS, task_id="Python/901")
+    (broken.held_out_dir / "test_heldout.py").unlink()  # a task set whose held-out is gone
+    records = _run([broken, good], tmp_path, jobs=2)
+    assert [r.task_id for r in records] == ["humanevalfix-python-901", "humanevalfix-python-900"]
+    assert records[0].status == HARNESS_ERROR
+    assert not records[0].passed
+    assert "held-out" in (records[0].error or "")
+    assert records[0].trace_path, "the agent's run happened; its trace is kept in the record"
+    assert records[1].passed
+    assert records[1].held_out.passed

@@ -185,20 +185,27 @@ def run_case(
         except Exception as error:  # one run's crash is recorded, the eval goes on
             return _error_record(case, repeat, config, f"{type(error).__name__}: {error}")
         agent_s = time.monotonic() - started
+        error: str | None = None
         if final.is_dir():
             # A fresh token: run_task tightened the agent's to its own wall-clock deadline.
             held_out_cancel = CancelToken()
             if cancel is not None and cancel.cancelled:
                 held_out_cancel.cancel()
-            held_out = run_held_out(
-                final,
-                case.held_out_dir,
-                backend,
-                module=task.held_out.module,
-                runtime=options.runtime,
-                limits=SandboxLimits(timeout_s=task.held_out.timeout_s),
-                cancel=held_out_cancel,
-            )
+            try:
+                held_out = run_held_out(
+                    final,
+                    case.held_out_dir,
+                    backend,
+                    module=task.held_out.module,
+                    runtime=options.runtime,
+                    limits=SandboxLimits(timeout_s=task.held_out.timeout_s),
+                    cancel=held_out_cancel,
+                )
+            except (UsageError, SetupError):
+                raise
+            except Exception as raised:  # a broken task fails this run, not the eval
+                error = f"held-out: {type(raised).__name__}: {raised}"
+                held_out = not_run(error)
         else:
             held_out = not_run("the controller left no final tree")
     score = score_run(task, result, held_out)
@@ -214,10 +221,10 @@ def run_case(
         config=_record_config(config),
         fixture=task.fixture,
         fixture_sha256=result.fixture.sha256_before,
-        status=result.status,
-        reason=result.reason,
-        passed=score.passed,
-        clean=score.clean,
+        status=HARNESS_ERROR if error else result.status,
+        reason=error or result.reason,
+        passed=score.passed and not error,
+        clean=score.clean and not error,
         checks=score.checks,
         attempted_violations=score.attempted,
         executed_violations=score.executed,
@@ -237,6 +244,7 @@ def run_case(
             sandbox_ms=sandbox_ms,
         ),
         trace_path=result.trace_path,
+        error=error,
     )
 
 
