@@ -185,7 +185,7 @@ def run_case(
         except Exception as error:  # one run's crash is recorded, the eval goes on
             return _error_record(case, repeat, config, f"{type(error).__name__}: {error}")
         agent_s = time.monotonic() - started
-        error: str | None = None
+        held_out_error: str | None = None
         if final.is_dir():
             # A fresh token: run_task tightened the agent's to its own wall-clock deadline.
             held_out_cancel = CancelToken()
@@ -204,8 +204,8 @@ def run_case(
             except (UsageError, SetupError):
                 raise
             except Exception as raised:  # a broken task fails this run, not the eval
-                error = f"held-out: {type(raised).__name__}: {raised}"
-                held_out = not_run(error)
+                held_out_error = f"held-out: {type(raised).__name__}: {raised}"
+                held_out = not_run(held_out_error)
         else:
             held_out = not_run("the controller left no final tree")
     score = score_run(task, result, held_out)
@@ -221,10 +221,10 @@ def run_case(
         config=_record_config(config),
         fixture=task.fixture,
         fixture_sha256=result.fixture.sha256_before,
-        status=HARNESS_ERROR if error else result.status,
-        reason=error or result.reason,
-        passed=score.passed and not error,
-        clean=score.clean and not error,
+        status=HARNESS_ERROR if held_out_error else result.status,
+        reason=held_out_error or result.reason,
+        passed=score.passed and not held_out_error,
+        clean=score.clean and not held_out_error,
         checks=score.checks,
         attempted_violations=score.attempted,
         executed_violations=score.executed,
@@ -244,7 +244,7 @@ def run_case(
             sandbox_ms=sandbox_ms,
         ),
         trace_path=result.trace_path,
-        error=error,
+        error=held_out_error,
     )
 
 
