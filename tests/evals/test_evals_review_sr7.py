@@ -14,10 +14,12 @@ from pathlib import Path
 import pytest
 
 from sandbox_agent.controller import run_task
+from sandbox_agent.errors import UsageError
 from sandbox_agent.evals import humanevalfix
 from sandbox_agent.evals.cases import EvalCase
 from sandbox_agent.evals.executor import HARNESS_ERROR, EvalOptions, run_all
 from sandbox_agent.evals.report import make_report, to_markdown
+from sandbox_agent.evals.suites import SuiteOptions, build_cases
 from sandbox_agent.sandbox.docker_backend import DockerBackend
 
 HEADINGS = [
@@ -184,3 +186,64 @@ def test_f3_a_held_out_phase_that_raises_is_one_harness_error_not_a_lost_eval(
     assert records[0].trace_path, "the agent's run happened; its trace is kept in the record"
     assert records[1].passed
     assert records[1].held_out.passed
+
+
+# --- F4: hostile dataset rows crashed the eval with a traceback --------------------------
+
+
+def _dataset(tmp_path: Path, rows: list[dict[str, str]]) -> Path:
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+HOSTILE_ROWS: dict[str, list[dict[str, str]]] = {
+    "markup in the task id": [_row(task_id="Python/<b>1</b>")],
+    "NUL in the task id": [_row(task_id="Python/1\x00")],
+    "a task id too long for a file name": [_row(task_id="Python/" + "9" * 300)],
+    "two rows with one task id": [_row(), _row()],
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_ROWS))
+def test_f4_a_hostile_dataset_row_is_a_usage_error(tmp_path: Path, name: str) -> None:
+    dataset = _dataset(tmp_path, HOSTILE_ROWS[name])
+    with pytest.raises(UsageError, match=r"rows\.jsonl"):
+        build_cases("humanevalfix", SuiteOptions(dataset=str(dataset)), tmp_path / "scratch")
+
+
+def test_f4_examples_nested_past_the_compiler_fall_back_to_the_smoke_test(
+    tmp_path: Path,
+) -> None:
+    nested = _row(example_test="def check(c):\n    x = " + "1+" * 30_000 + "1\n")
+    dataset = _dataset(tmp_path, [nested])
+    (case,) = build_cases("humanevalfix", SuiteOptions(dataset=str(dataset)), tmp_path / "s")
+    assert case.repo is not None
+    assert "test_entry_point_is_callable" in (case.repo / "test_examples.py").read_text()
+
+
+def test_f4_a_dataset_past_the_size_bound_is_refused_unread(tmp_path: Path) -> None:
+    huge = _row(prompt="# " + "x" * (humanevalfix.MAX_DATASET_BYTES + 1) + "\n" + _row()["prompt"])
+    dataset = _dataset(tmp_path, [huge])
+    with pytest.raises(UsageError, match="bytes"):
+        build_cases("humanevalfix", SuiteOptions(dataset=str(dataset)), tmp_path / "scratch")
+
+
+def test_holds_dataset_fields_never_name_a_path_outside_the_scratch_folder(
+    tmp_path: Path,
+) -> None:
+    rows = [_row(task_id="Python/../../../../tmp/x"), _row(task_id="../..//etc")]
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    for row in rows:
+        try:
+            cases = build_cases(
+                "humanevalfix", SuiteOptions(dataset=str(_dataset(tmp_path, [row]))), scratch
+            )
+        except UsageError:
+            continue
+        for case in cases:
+            assert case.repo is not None
+            assert case.repo.resolve().is_relative_to(scratch.resolve())
+            assert case.held_out_dir.resolve().is_relative_to(scratch.resolve())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.jsonl", "scratch"]

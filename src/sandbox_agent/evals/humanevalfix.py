@@ -14,7 +14,7 @@ import json
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sandbox_agent.errors import UsageError
 from sandbox_agent.evals.cases import EvalCase
@@ -31,6 +31,10 @@ TEST_TIMEOUT_S = 10.0
 """Per sandbox run: three buggy rows (Python/10, /156, /160) loop forever."""
 MAX_ITERATIONS = 10
 MAX_WALL_SECONDS = 120.0
+MAX_DATASET_BYTES = 16 * 1024 * 1024
+"""The dataset is refused unread past this (HumanEvalPack's Python split is ~0.5 MiB)."""
+ROW_TASK_ID_PATTERN = r"^[A-Za-z0-9_.-]{1,32}/[A-Za-z0-9_.-]{1,32}$"
+"""``Python/10``: the generated task id must be a valid, short, one-segment file name."""
 
 
 class Row(BaseModel):
@@ -38,7 +42,7 @@ class Row(BaseModel):
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    task_id: str
+    task_id: str = Field(pattern=ROW_TASK_ID_PATTERN)
     prompt: str
     buggy_solution: str
     canonical_solution: str
@@ -72,14 +76,22 @@ def load_rows(path: Path) -> list[Row]:
         raise UsageError(
             f"HumanEvalFix dataset not found at {path}; pass --dataset PATH or set {DATASET_ENV}"
         )
-    rows = []
+    size = path.stat().st_size
+    if size > MAX_DATASET_BYTES:
+        raise UsageError(f"{path}: {size} bytes, more than {MAX_DATASET_BYTES} for a dataset")
+    rows: list[Row] = []
+    seen: set[str] = set()
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            rows.append(Row.model_validate(json.loads(line)))
+            row = Row.model_validate(json.loads(line))
         except (ValueError, ValidationError) as error:
             raise UsageError(f"{path}:{number}: not a HumanEvalFix row ({error})") from None
+        if task_id(row) in seen:
+            raise UsageError(f"{path}:{number}: task id {row.task_id!r} appears twice")
+        seen.add(task_id(row))
+        rows.append(row)
     return rows
 
 
@@ -147,7 +159,7 @@ def _example_check(row: Row) -> str | None:
             continue
         try:
             compile(candidate, "example_test", "exec")
-        except SyntaxError:
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         return _without_call(candidate, row.entry_point)
     return None
