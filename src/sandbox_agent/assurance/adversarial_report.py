@@ -34,6 +34,7 @@ SECURITY_SUITES: tuple[tuple[str, str], ...] = (
     ("tests/providers", "providers: hostile endpoints (redirects, size, pace), key handling"),
     ("tests/trace", "trace: the redactor against secrets, cuts and odd strings"),
     ("tests/ledger", "ledger: budgets, impossible counts, concurrent spend"),
+    ("tests/evals", "evals: held-out tests, hostile dataset rows, report injection"),
     ("tests/assurance", "assurance: guarantees and threat-model tables, review regressions"),
 )
 """(folder, what it covers): the suites whose results the report carries."""
