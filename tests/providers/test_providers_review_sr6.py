@@ -63,7 +63,11 @@ class Loopback:
 
 
 def send_json(handler: BaseHTTPRequestHandler, status: int, body: object) -> None:
-    payload = json.dumps(body).encode()
+    send_bytes(handler, status, json.dumps(body).encode())
+
+
+def send_bytes(handler: BaseHTTPRequestHandler, status: int, payload: bytes) -> None:
+    """An answer labelled JSON whose body is ``payload``, as it is."""
     handler.send_response(status)
     handler.send_header("content-type", "application/json")
     handler.send_header("content-length", str(len(payload)))
@@ -259,12 +263,7 @@ def test_f4_enormous_or_negative_usage_never_crashes_the_meter(
                 ],
                 "usage": {"prompt_tokens": tokens, "completion_tokens": tokens},
             }
-        payload = json.dumps(answer).encode()
-        handler.send_response(200)
-        handler.send_header("content-type", "application/json")
-        handler.send_header("content-length", str(len(payload)))
-        handler.end_headers()
-        handler.wfile.write(payload)
+        send_json(handler, 200, answer)
 
     server = Loopback(usage)
     servers.append(server)
@@ -298,15 +297,7 @@ def test_f12_an_answer_that_is_not_json_is_an_unreadable_answer(
     JSONDecodeError or RecursionError out of the provider, so the run stopped on an
     internal error, unsealed, instead of ending on a provider error."""
 
-    def respond(handler: BaseHTTPRequestHandler, _: bytes) -> None:
-        payload = UNDECODABLE[body]
-        handler.send_response(200)
-        handler.send_header("content-type", "application/json")
-        handler.send_header("content-length", str(len(payload)))
-        handler.end_headers()
-        handler.wfile.write(payload)
-
-    server = Loopback(respond)
+    server = Loopback(lambda handler, _: send_bytes(handler, 200, UNDECODABLE[body]))
     servers.append(server)
     provider = make(name, server.url, online)
     try:

@@ -39,23 +39,26 @@ def scripted_answers() -> list[Answer]:
     return answers
 
 
+def paginator_run(server: FakeModelServer, ledger: Path, tmp_path: Path) -> RunConfig:
+    """The paginator task with the openai provider pointed at ``server``."""
+    return RunConfig(
+        task="Page numbers start at 1; fix the paginator.",
+        fixture="paginator",
+        provider="openai",
+        provider_options=ProviderOptions(
+            model="gpt-4o-mini", base_url=f"{server.url}/v1", ledger_path=str(ledger)
+        ),
+        trace_dir=tmp_path / "runs",
+    )
+
+
 @pytest.mark.docker
 @pytest.mark.slow
 def test_a_paginator_run_keeps_keys_out_of_its_trace(
     server: FakeModelServer, online: Path, tmp_path: Path
 ) -> None:
     server.answers.extend(scripted_answers())
-    config = RunConfig(
-        task="Page numbers start at 1; fix the paginator.",
-        fixture="paginator",
-        provider="openai",
-        provider_options=ProviderOptions(
-            model="gpt-4o-mini", base_url=f"{server.url}/v1", ledger_path=str(online)
-        ),
-        trace_dir=tmp_path / "runs",
-    )
-
-    result = run_task(config)
+    result = run_task(paginator_run(server, online, tmp_path))
 
     assert result.status == "SUCCEEDED", result.reason
     assert len(server.received) == len(scripted_answers())
@@ -88,17 +91,7 @@ def test_an_answer_that_is_not_json_ends_the_run_sealed_on_a_provider_error(
     server.answers.extend(
         [Answer(200, openai_completion({"tool_calls": [first]})), Answer(200, b"{not json")]
     )
-    config = RunConfig(
-        task="Page numbers start at 1; fix the paginator.",
-        fixture="paginator",
-        provider="openai",
-        provider_options=ProviderOptions(
-            model="gpt-4o-mini", base_url=f"{server.url}/v1", ledger_path=str(online)
-        ),
-        trace_dir=tmp_path / "runs",
-    )
-
-    result = run_task(config)
+    result = run_task(paginator_run(server, online, tmp_path))
 
     assert result.status != "SUCCEEDED"
     assert "provider" in result.reason
