@@ -8,16 +8,22 @@ RUNS ?= 100
 RUNTIME ?= runc
 STRESS_ARGS ?=
 PYTEST_ARGS ?=
+LOAD ?= 2
+ORDER ?= declared
+SEED ?=
+# make test-soak RUNS=N: RUNS defaults to 5 there (100 is stress's default).
+SOAK_RUNS := $(if $(filter command line environment,$(origin RUNS)),$(RUNS),5)
 
 export DOCKER_API_VERSION := 1.41
 
-.PHONY: help setup venv docker image image-online demo test check fmt bench stress browser \
+.PHONY: help setup venv docker image image-online demo test test-soak check fmt bench stress browser \
         adversarial-report live-smoke clean
 
 help:
 	@echo "make demo    run the paginator demonstration end to end (sets everything up)"
 	@echo "make test    the whole suite, Docker tests included (sets everything up)"
 	@echo "make check   ruff, ruff format --check, mypy --strict"
+	@echo "make test-soak RUNS=5 LOAD=2 [ORDER=random] [SEED=N]   the suite again and again under load"
 	@echo "make image   build the runner image locally (debootstrap + docker import)"
 	@echo "make bench   benchmarks: ratios measured side by side"
 	@echo "make stress  sandbox lifecycle stress (RUNS=N)"
@@ -57,6 +63,11 @@ browser:
 
 test: setup browser
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The whole suite RUNS times while LOAD busy loops keep the cores busy (issue 21).
+test-soak: setup browser
+	$(PY) scripts/soak.py --runs $(SOAK_RUNS) --load $(LOAD) --order $(ORDER) \
+		$(if $(SEED),--seed $(SEED)) -- $(PYTEST_ARGS)
 
 check: venv
 	.venv/bin/ruff check src tests benchmarks scripts

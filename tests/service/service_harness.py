@@ -58,6 +58,34 @@ class LiveServer:
         return httpx.Client(base_url=self.url, headers=headers, timeout=10)
 
 
+def read_response(connection: socket.socket) -> bytes:
+    """One whole HTTP/1.1 response, its head and its ``Content-Length`` body, however many
+    segments it arrives in (a response is not one ``recv``: issue 21).
+
+    Raises:
+        AssertionError: the connection closed before the response was whole, or the head
+            has no ``Content-Length``.
+    """
+    received = b""
+    while b"\r\n\r\n" not in received:
+        chunk = connection.recv(65536)
+        assert chunk, f"the connection closed inside a response head: {received[:200]!r}"
+        received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    lengths = [
+        int(line.partition(b":")[2])
+        for line in head.split(b"\r\n")[1:]
+        if line.partition(b":")[0].strip().lower() == b"content-length"
+    ]
+    assert len(lengths) == 1, f"no single Content-Length in {head!r}"
+    while len(body) < lengths[0]:
+        chunk = connection.recv(65536)
+        assert chunk, f"the connection closed inside a response body: {received[:200]!r}"
+        body += chunk
+    assert len(body) == lengths[0], "more bytes than one response"
+    return head + b"\r\n\r\n" + body
+
+
 def make_fixtures(root: Path) -> Path:
     folder = root / "fixtures"
     for name in FIXTURE_NAMES:

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from service_harness import TOKEN, LiveServer, wait_finished
+from service_harness import TOKEN, LiveServer, read_response, wait_finished
 
 from sandbox_agent.controller.models import RunConfig, RunResult, ToolCallRecord
 from sandbox_agent.sandbox.base import CancelToken
@@ -218,7 +218,7 @@ def test_s5_the_deadline_holds_again_after_a_keep_alive_answer(
     server = start_server(make_settings(head_timeout_s=0.5), FakeRunFunction(seconds=0.2))
     with socket.create_connection(("127.0.0.1", server.port), timeout=5.0) as connection:
         connection.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        assert connection.recv(4096).startswith(b"HTTP/1.1 200")
+        assert read_response(connection).startswith(b"HTTP/1.1 200")
         connection.sendall(b"GET /health HTTP/1.1\r\n")  # and never the rest
         try:
             assert connection.recv(4096) == b""
@@ -235,7 +235,7 @@ def test_s5_a_slow_but_whole_head_within_the_deadline_is_served(
         for part in (b"GET /health HTTP/1.1\r\n", b"Host: 127.0.0.1\r\n", b"\r\n"):
             connection.sendall(part)
             time.sleep(0.2)
-        assert connection.recv(4096).startswith(b"HTTP/1.1 200")
+        assert read_response(connection).startswith(b"HTTP/1.1 200")
 
 
 def test_token_is_never_in_a_response(server: LiveServer) -> None:

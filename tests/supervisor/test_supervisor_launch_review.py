@@ -107,12 +107,17 @@ def _pid1(
     exits = [json.loads(p) for kind, p in frames if kind == protocol.KIND_EXIT]
     assert len(exits) == 1, done.stderr  # PID 1's own, and only it
     assert exits[0]["launch"] == (expect_launch or launch_mode)
+    # Frames of the two streams arrive interleaved in read order, so a line is looked
+    # up in its own stream: unittest's progress dot on stderr can land in the middle
+    # of a stdout line in the merged output (issue 21: ".SECRETS {...}").
     output = b"".join(
         p for kind, p in frames if kind in (protocol.KIND_STDOUT, protocol.KIND_STDERR)
     )
+    stdout = b"".join(p for kind, p in frames if kind == protocol.KIND_STDOUT)
     return {
         "report": exits[0],
         "output": output.decode(errors="replace"),
+        "stdout": stdout.decode(errors="replace"),
         "pid1_secrets": secrets.read_text(),
         "pid1_stderr": done.stderr.decode(errors="replace"),
     }
@@ -168,7 +173,7 @@ def test_the_runner_does_not_hold_pid1s_exploit_mitigation_secrets(
     _workspace(tmp_path, test_secrets=probe)
     run = _pid1(tmp_path, launch_mode)
     assert _passed(run), run["output"]
-    (line,) = [x for x in run["output"].splitlines() if x.startswith("SECRETS ")]
+    (line,) = [x for x in run["stdout"].splitlines() if x.startswith("SECRETS ")]
     mine = ast.literal_eval(line.removeprefix("SECRETS "))
     pid1 = ast.literal_eval(run["pid1_secrets"])
     assert mine["at_random"] != pid1["at_random"]
