@@ -26,7 +26,12 @@ OUT_DIR = Path(".soak")
 DEFAULT_RUNS = 5
 DEFAULT_LOAD = 2
 FAILED_LINE = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.MULTILINE)
-SUMMARY_LINE = re.compile(r"^=+ (.*(?:passed|failed|error).*) =+$", re.MULTILINE)
+SUMMARY_LINE = re.compile(
+    r"^=*\s*((?:\d+ \w+, )*\d+ (?:passed|failed|errors?|xfailed|skipped)\b.* in [\d.]+s.*?)\s*=*$",
+    re.MULTILINE,
+)
+"""pytest's last line, ``1 failed, 1070 passed, 4 xfailed in 402.92s (0:06:42)``, with or
+without the ``=`` rule around it (``-q`` leaves it out)."""
 
 
 @dataclass

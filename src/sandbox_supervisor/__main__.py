@@ -1,6 +1,8 @@
-"""PID 1: ``/usr/bin/python3 -I -B -m sandbox_supervisor CONFIG_JSON``.
+"""PID 1: ``/usr/bin/python3 -I -B -m sandbox_supervisor``, its config on stdin.
 
-Order: undumpable, no signal handler, parse the config, attest, write ``A``; for the
+Order: undumpable, no signal handler, read the config frame from stdin
+(``protocol.KIND_CONFIG``, within ``protocol.CONFIG_TIMEOUT_S``), parse it, attest,
+write ``A``; for the
 trusted runner, import what it imports first (``launch.warm_runner``); only when every
 check passed and the host then sent its go (``protocol.GO`` on stdin, within
 ``go_timeout_s``), fork the workload and relay; write ``X`` last; exit with
@@ -24,7 +26,7 @@ import select
 import sys
 import time
 
-from sandbox_supervisor import attest, cgroup, launch, protocol, wire
+from sandbox_supervisor import attest, cgroup, identity, launch, protocol, wire
 from sandbox_supervisor.config import PROTOCOL_VERSION, ConfigError, parse_config
 from sandbox_supervisor.config import read_nonce as read_config_nonce
 from sandbox_supervisor.relay import Relay
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
     from sandbox_supervisor.config import Config
+    from sandbox_supervisor.relay import Drop
 
     Attester = Callable[[Config], list[attest.Check]]
 else:
@@ -79,11 +82,14 @@ def supervise(
     attester: Attester | None = None,
     read_oom: Callable[[], int | None] = lambda: cgroup.oom_kills(CGROUP_ROOT),
     go_fd: int = 0,
+    drop: Drop = identity.drop_to,
 ) -> int:
     """Everything after process set-up: returns PID 1's exit code.
 
-    ``attester``, ``read_oom`` and ``go_fd`` are parameters so the host tests can run
-    the relay and the framing for real without being PID 1 of a container.
+    ``attester``, ``read_oom``, ``go_fd`` and ``drop`` are parameters so the host tests
+    can run the relay and the framing for real without being PID 1 of a container
+    (``drop``: how each workload process leaves PID 1's uid; a host test as another
+    user cannot change uid).
 
     Raises:
         OSError: writing to ``out_fd`` failed (the host went away).
@@ -109,7 +115,7 @@ def supervise(
     if why is not None:
         print(f"sandbox_supervisor: no go from the host ({why}); nothing was run", file=sys.stderr)
         return EXIT_REFUSED
-    fields = Relay(config, out_fd, read_oom=read_oom).run()
+    fields = Relay(config, out_fd, read_oom=read_oom, drop=drop).run()
     exit_record = {"type": "exit", "v": PROTOCOL_VERSION, "nonce": config.nonce, **fields}
     wire.write_record(out_fd, protocol.KIND_EXIT, exit_record)
     return protocol.pid1_exit_code(int(fields["exit_code"]))
@@ -134,6 +140,47 @@ def await_go(fd: int, timeout_s: float, *, since: float | None = None) -> str | 
     return "stdin closed" if not data else f"unexpected byte {data[:1]!r}"
 
 
+def read_config(fd: int, timeout_s: float) -> str | None:
+    """The config frame's payload from ``fd`` (PID 1's stdin), exactly that many bytes
+    (the go byte that follows later stays unread); None, saying why on stderr, when it
+    is not a config frame, too long, not UTF-8, or not whole within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    header = _read_exactly(fd, protocol.HEADER.size, deadline)
+    if header is None:
+        return None
+    kind, length = protocol.HEADER.unpack(header)
+    if kind != protocol.KIND_CONFIG or length > protocol.MAX_CONFIG_BYTES:
+        print(f"sandbox_supervisor: not a config frame ({kind!r}, {length} bytes)", file=sys.stderr)
+        return None
+    payload = _read_exactly(fd, length, deadline)
+    if payload is None:
+        return None
+    try:
+        return payload.decode("utf-8")
+    except UnicodeDecodeError:
+        print("sandbox_supervisor: the config is not UTF-8", file=sys.stderr)
+        return None
+
+
+def _read_exactly(fd: int, size: int, deadline: float) -> bytes | None:
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP)
+    data = bytearray()
+    while len(data) < size:
+        wait_ms = max(math.ceil((deadline - time.monotonic()) * 1000), 0)
+        if not poller.poll(wait_ms):
+            if time.monotonic() < deadline:
+                continue
+            print("sandbox_supervisor: no whole config on stdin in time", file=sys.stderr)
+            return None
+        chunk = os.read(fd, size - len(data))
+        if not chunk:
+            print("sandbox_supervisor: stdin closed before the config was whole", file=sys.stderr)
+            return None
+        data += chunk
+    return bytes(data)
+
+
 def main(argv: list[str] | None = None) -> int:
     """PID 1's entry point: process set-up, then ``supervise`` on stdout."""
     args = sys.argv[1:] if argv is None else argv
@@ -143,12 +190,15 @@ def main(argv: list[str] | None = None) -> int:
         # Python's own SIGINT handler is the only one it installs; without any handler
         # the kernel drops the signals that processes in the container send PID 1.
         _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
-        if len(args) != 1:
-            print("usage: python3 -I -B -m sandbox_supervisor CONFIG_JSON", file=sys.stderr)
+        if args:
+            print("usage: python3 -I -B -m sandbox_supervisor (config on stdin)", file=sys.stderr)
+            return EXIT_REFUSED
+        config_text = read_config(0, protocol.CONFIG_TIMEOUT_S)
+        if config_text is None:
             return EXIT_REFUSED
         inside = attest.Inside(environ=environ)
         return supervise(
-            args[0], sys.stdout.fileno(), attester=lambda config: attest.attest(config, inside)
+            config_text, sys.stdout.fileno(), attester=lambda config: attest.attest(config, inside)
         )
     except Exception:
         import traceback  # only PID 1's own crash needs it; importing it costs every run

@@ -212,14 +212,24 @@ def check_gid(config: Config, inside: Inside) -> Check:
 
 
 def check_capabilities(config: Config, inside: Inside) -> Check:
+    """PID 1's permitted, effective and bounding sets are exactly ``expect.capabilities``
+    (``identity.PID1_CAPABILITIES``: what it needs to drop each workload process to
+    another uid and to signal it), and its inheritable and ambient sets are empty, so
+    nothing passes to a child but through ``identity.drop_to``."""
     status = inside.status()
     shown = {name: status[name] for name in CAPABILITY_LINES if name in status}
     missing = [name for name in REQUIRED_CAPABILITY_LINES if name not in shown]
-    nonzero = [name for name, value in shown.items() if int(value, 16) != 0]
+    want = config.expect.capabilities
+    wrong = [
+        name
+        for name, value in shown.items()
+        if int(value, 16) != (want if name in REQUIRED_CAPABILITY_LINES else 0)
+    ]
     detail = ", ".join(f"{name} {value}" for name, value in shown.items())
+    detail += f" (want {want:016x} permitted, effective, bounding; 0 otherwise)"
     if missing:
         detail += f"; missing {', '.join(missing)}"
-    return Check("capabilities", not missing and not nonzero, detail)
+    return Check("capabilities", not missing and not wrong, detail)
 
 
 def check_no_new_privs(config: Config, inside: Inside) -> Check:

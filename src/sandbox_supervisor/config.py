@@ -1,4 +1,4 @@
-"""PID 1's configuration: one canonical-JSON argv element, parsed strictly.
+"""PID 1's configuration: one canonical-JSON object, read from stdin, parsed strictly.
 
 Every key is required and no other key is allowed (docs/SANDBOX_PROTOCOL.md). A
 config that fails here is refused before anything is attested or forked.
@@ -32,13 +32,19 @@ TOP_KEYS = frozenset(
         "kill_grace_s",
         "output_budget",
         "go_timeout_s",
+        "workload_uid",
+        "workload_gid",
+        "judge",
         "expect",
     }
 )
+JUDGE_KEYS = frozenset({"input", "candidate_argv", "uid", "gid"})
+MAX_JUDGE_INPUT_CHARS = 512 * 1024
 EXPECT_KEYS = frozenset(
     {
         "uid",
         "gid",
+        "capabilities",
         "memory_bytes",
         "pids",
         "nofile",
@@ -96,6 +102,7 @@ class Expect(_Record):
 
     __slots__ = (
         "canary",
+        "capabilities",
         "env",
         "fsize_bytes",
         "gid",
@@ -108,7 +115,10 @@ class Expect(_Record):
         "workspace",
     )
     uid: int
+    """PID 1's own uid (0: it drops every workload process to ``Config.workload_uid``)."""
     gid: int
+    capabilities: int
+    """PID 1's effective, permitted and bounding capability sets, exactly."""
     memory_bytes: int
     pids: int
     nofile: int
@@ -120,6 +130,18 @@ class Expect(_Record):
     canary: Canary
 
 
+class Judge(_Record):
+    """A held-out check judged out of process: ``Config.argv`` is the judge, run as
+    ``uid``:``gid`` with ``input`` on its stdin; ``candidate_argv`` the code under test's
+    side, run as the workload's uid (``relay.Relay._fork_judge_and_candidate``)."""
+
+    __slots__ = ("candidate_argv", "gid", "input", "uid")
+    input: str
+    candidate_argv: list[str]
+    uid: int
+    gid: int
+
+
 class Config(_Record):
     """One run: the workload, its limits, and the expected isolation."""
 
@@ -129,11 +151,14 @@ class Config(_Record):
         "deadline_s",
         "expect",
         "go_timeout_s",
+        "judge",
         "kill_grace_s",
         "nonce",
         "output_budget",
         "runtime",
         "workload_env",
+        "workload_gid",
+        "workload_uid",
     )
     nonce: str
     runtime: str
@@ -146,6 +171,10 @@ class Config(_Record):
     go_timeout_s: float
     """How long PID 1 waits, from its attestation, for the host's go (then forks nothing);
     a go that came in time is taken even if the runner's imports made ahead ran longer."""
+    workload_uid: int
+    """Every workload process runs as this uid, never PID 1's (``identity.drop_to``)."""
+    workload_gid: int
+    judge: Judge | None
     expect: Expect
 
 
@@ -220,6 +249,24 @@ def _env(value: Any, where: str) -> dict[str, str]:
     return dict(value)
 
 
+def _judge(value: Any, workload_uid: int) -> Judge | None:
+    if value is None:
+        return None
+    raw = _keys(value, JUDGE_KEYS, "judge")
+    text = raw["input"]
+    if not isinstance(text, str) or len(text) > MAX_JUDGE_INPUT_CHARS:
+        raise ConfigError(f"judge.input must be a string of at most {MAX_JUDGE_INPUT_CHARS}")
+    uid = _int(raw["uid"], "judge.uid", 1)
+    if uid == workload_uid:
+        raise ConfigError("judge.uid must differ from workload_uid")
+    return Judge(
+        input=text,
+        candidate_argv=_argv(raw["candidate_argv"]),
+        uid=uid,
+        gid=_int(raw["gid"], "judge.gid", 1),
+    )
+
+
 def _argv(value: Any) -> list[str]:
     if (
         not isinstance(value, list)
@@ -260,6 +307,7 @@ def parse_config(text: str) -> Config:
     expect = Expect(
         uid=_int(raw["uid"], "expect.uid"),
         gid=_int(raw["gid"], "expect.gid"),
+        capabilities=_int(raw["capabilities"], "expect.capabilities"),
         memory_bytes=_int(raw["memory_bytes"], "expect.memory_bytes", 1),
         pids=_int(raw["pids"], "expect.pids", 1),
         nofile=_int(raw["nofile"], "expect.nofile", 1),
@@ -283,5 +331,8 @@ def parse_config(text: str) -> Config:
         kill_grace_s=_float(top["kill_grace_s"], "kill_grace_s", positive=False),
         output_budget=_int(top["output_budget"], "output_budget"),
         go_timeout_s=_float(top["go_timeout_s"], "go_timeout_s", positive=True),
+        workload_uid=_int(top["workload_uid"], "workload_uid", 1),
+        workload_gid=_int(top["workload_gid"], "workload_gid", 1),
+        judge=_judge(top["judge"], top["workload_uid"]),
         expect=expect,
     )

@@ -8,8 +8,9 @@ The workload never holds PID 1's stdout: its stdout and stderr are pipes that PI
 reads and re-wraps in ``STDOUT``/``STDERR`` frames. Whatever the workload prints,
 including a perfect copy of a control frame with the right nonce, arrives at the
 host as the payload of a data frame, never as a frame of its own. That is what makes
-the attestation and the exit report unforgeable from inside, even when the nonce is
-known (it is visible in ``/proc/1/cmdline``).
+the attestation and the exit report unforgeable from inside. The nonce is not known
+inside either: it arrives on PID 1's stdin (``KIND_CONFIG``), and PID 1, another uid
+than every workload process, holds it only in memory (``sandbox_supervisor.identity``).
 
 Standard library only: this module runs inside the container and on the host.
 """
@@ -44,6 +45,27 @@ GO = b"G"
 PID 1 forks nothing before it: not when its own checks fail, not when the host's check
 of the record fails (the host then closes stdin), not when the host keeps the container
 ready for later (a pre-started sandbox) and then discards it."""
+
+KIND_CONFIG = b"C"
+"""The one frame the host writes on PID 1's stdin before anything else: PID 1's config
+(canonical JSON). Not on the command line, where every process of the container could
+read its nonce in ``/proc/1/cmdline`` (issue 15, G1); PID 1 holds it only in memory."""
+MAX_CONFIG_BYTES = 1024 * 1024
+"""A config frame's payload is at most this (a held-out check's source travels in it)."""
+CONFIG_TIMEOUT_S = 60.0
+"""PID 1 waits this long after its start for the config, then exits having run nothing."""
+
+
+def encode_config(config: bytes) -> bytes:
+    """The config frame the host writes on PID 1's stdin.
+
+    Raises:
+        ValueError: the config is longer than ``MAX_CONFIG_BYTES``.
+    """
+    if len(config) > MAX_CONFIG_BYTES:
+        raise ValueError(f"config of {len(config)} bytes, more than {MAX_CONFIG_BYTES}")
+    return HEADER.pack(KIND_CONFIG, len(config)) + config
+
 
 EXIT_WORKLOAD_OTHER = 121
 """PID 1's exit code after a complete run whose workload exited with 121-255 (a signal

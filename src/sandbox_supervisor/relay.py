@@ -19,7 +19,7 @@ import select
 import sys
 import time
 
-from sandbox_supervisor import launch, protocol, reaper, wire
+from sandbox_supervisor import identity, launch, protocol, reaper, wire
 from sandbox_supervisor.runner_report import parse_runner_report
 
 TYPE_CHECKING = False
@@ -28,7 +28,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, NoReturn
 
-    from sandbox_supervisor.config import Config
+    from sandbox_supervisor.config import Config, Judge
+
+    Drop = Callable[[int, int], None]
 else:
     import _signal  # no stub of its own; the same names as signal's
 
@@ -71,33 +73,75 @@ class _Run:
         self.report_overflow = False
 
 
-def _become_workload(
-    config: Config, stdout_w: int, stderr_w: int, report_w: int, *, fork_only: bool
-) -> NoReturn:
-    """In the forked child: become the workload, or exit 127 saying why on stderr.
+class _Child:
+    """One process PID 1 forks: what it runs, as whom, where, and its descriptors
+    (``sources[i]`` becomes fd ``i``; ``None`` is ``/dev/null``, opened in the child)."""
 
-    ``fork_only``: the trusted runner, run in this interpreter (``launch``), not exec'd.
+    __slots__ = ("argv", "cwd", "fork_only", "gid", "sources", "uid")
+
+    def __init__(
+        self,
+        argv: list[str],
+        cwd: str,
+        uid: int,
+        gid: int,
+        sources: list[int | None],
+        *,
+        fork_only: bool = False,
+    ) -> None:
+        self.argv = argv
+        self.cwd = cwd
+        self.uid = uid
+        self.gid = gid
+        self.sources = sources
+        self.fork_only = fork_only
+
+
+def _become(child: _Child, config: Config, drop: Drop) -> NoReturn:
+    """In the forked child: become ``child``, or exit 127 saying why on stderr.
+
+    ``child.fork_only``: the trusted runner, run in this interpreter (``launch``), not
+    exec'd. ``drop``: how the child leaves PID 1's identity (``identity.drop_to``)
+    before anything else of it runs.
     """
     try:
         os.setsid()
-        sources = [os.open(os.devnull, os.O_RDONLY), stdout_w, stderr_w, report_w]
+        sources = [os.open(os.devnull, os.O_RDONLY) if fd is None else fd for fd in child.sources]
         # Copy every source above the targets first, so no dup2 overwrites one still needed.
-        high = [fcntl.fcntl(fd, fcntl.F_DUPFD, protocol.RUNNER_REPORT_FD + 1) for fd in sources]
+        high = [fcntl.fcntl(fd, fcntl.F_DUPFD, len(sources)) for fd in sources]
         for target, fd in enumerate(high):
             os.dup2(fd, target, inheritable=True)
-        os.closerange(protocol.RUNNER_REPORT_FD + 1, os.sysconf("SC_OPEN_MAX"))
-        os.chdir(config.cwd)
-        if fork_only:
+        os.closerange(len(sources), os.sysconf("SC_OPEN_MAX"))
+        drop(child.uid, child.gid)
+        os.chdir(child.cwd)
+        if child.fork_only:
             launch.run_in_process(config)
         for signum in (_signal.SIGPIPE, _signal.SIGXFSZ):
             _signal.signal(signum, _signal.SIG_DFL)  # Python ignores these; exec keeps ignores
-        os.execvpe(config.argv[0], config.argv, config.workload_env)  # noqa: S606
+        os.execvpe(child.argv[0], child.argv, config.workload_env)  # noqa: S606
     except BaseException as error:
-        message = f"sandbox_supervisor: cannot run {config.argv[0]!r}: {error}\n"
+        message = f"sandbox_supervisor: cannot run {child.argv[0]!r}: {error}\n"
         try:
             os.write(2, message.encode("utf-8", "replace"))
         finally:
             launch._exit(EXEC_FAILED_EXIT)  # bound before any workload code could replace it
+
+
+def _fork(child: _Child, config: Config, drop: Drop) -> int:
+    pid = os.fork()
+    if pid == 0:
+        _become(child, config, drop)
+    return pid
+
+
+def _input_file(data: bytes) -> int:
+    """An anonymous file holding ``data``, at offset 0 (the judge's input)."""
+    fd = os.memfd_create("judge-input", 0)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def _exit_code(status: int) -> tuple[int, int | None]:
@@ -117,8 +161,12 @@ class Relay:
         *,
         read_oom: Callable[[], int | None] = lambda: None,
         getpid: reaper.GetPid = os.getpid,
+        drop: Drop = identity.drop_to,
     ) -> None:
         self._config = config
+        self._drop = drop
+        self._others: list[int] = []
+        """Processes forked besides the workload (a held-out check's candidate)."""
         self._out_fd = out_fd
         self._read_oom = read_oom
         self._getpid = getpid
@@ -128,17 +176,26 @@ class Relay:
 
     def run(self) -> dict[str, Any]:
         """Fork, relay and reap; the fields of the exit report (without type, v, nonce)."""
+        config = self._config
         oom_before = self._read_oom()
-        fork_only = launch.in_process(self._config.argv, self._config.workload_env)
+        fork_only = config.judge is None and launch.in_process(config.argv, config.workload_env)
         for stream in (sys.stdout, sys.stderr):
             stream.flush()  # nothing buffered in PID 1 may reach the child's copy
         pipes = [os.pipe() for _ in range(3)]
+        out_w, err_w, report_w = (write_end for _, write_end in pipes)
         start = time.monotonic()
-        pid = os.fork()
-        if pid == 0:
-            _become_workload(
-                self._config, pipes[0][1], pipes[1][1], pipes[2][1], fork_only=fork_only
+        if config.judge is None:
+            workload = _Child(
+                config.argv,
+                config.cwd,
+                config.workload_uid,
+                config.workload_gid,
+                [None, out_w, err_w, report_w],
+                fork_only=fork_only,
             )
+            pid = _fork(workload, config, self._drop)
+        else:
+            pid = self._fork_judge_and_candidate(config.judge, out_w, err_w, report_w)
         for (read_end, write_end), kind in zip(
             pipes, (protocol.KIND_STDOUT, protocol.KIND_STDERR, None), strict=True
         ):
@@ -170,6 +227,35 @@ class Relay:
             "runner_report": report,
             "runner_report_error": report_error,
         }
+
+    def _fork_judge_and_candidate(self, judge: Judge, out_w: int, err_w: int, report_w: int) -> int:
+        """A held-out check (issue 15): the judge, which runs the check and is the run's
+        workload, and the candidate, the code under test, which the judge reaches only
+        through two pipes. Each its own uid: the candidate cannot open the judge's
+        descriptors (its report pipe among them), read its memory or signal it."""
+        config = self._config
+        requests, answers = os.pipe(), os.pipe()
+        judge_input = _input_file(judge.input.encode("utf-8"))
+        candidate = _Child(
+            judge.candidate_argv,
+            config.cwd,
+            config.workload_uid,
+            config.workload_gid,
+            [None, out_w, err_w, requests[0], answers[1]],
+        )
+        judge_child = _Child(
+            config.argv,
+            "/",
+            judge.uid,
+            judge.gid,
+            [judge_input, out_w, err_w, report_w, requests[1], answers[0]],
+        )
+        try:
+            self._others.append(_fork(candidate, config, self._drop))
+            return _fork(judge_child, config, self._drop)
+        finally:
+            for fd in (*requests, *answers, judge_input):
+                os.close(fd)
 
     def _loop(self, run: _Run) -> None:
         term_at = run.start + self._config.deadline_s
@@ -213,6 +299,13 @@ class Relay:
         reaper.kill_everything(run.pid, getpid=self._getpid)
         _, run.status = os.waitpid(run.pid, 0)
         run.end = time.monotonic()
+        if not reaper.is_pid1(self._getpid):
+            # As PID 1, kill_everything reached the candidate and the loop reaps it;
+            # anywhere else (the host tests) it is still ours to end and reap.
+            for pid in self._others:
+                reaper.signal_workload(pid, _signal.SIGKILL)
+                os.waitpid(pid, 0)
+        self._others.clear()
 
     def _kill(self, run: _Run) -> None:
         run.killed = True

@@ -13,8 +13,13 @@ TYPE_CHECKING = False  # typing is not imported at run time: PID 1 start-up (iss
 if TYPE_CHECKING:
     from typing import Any
 
-RUNNERS = ("unittest", "pytest")
+RUNNERS = ("unittest", "pytest", "judge")
+"""``judge``: a held-out check judged out of process (``sandbox_supervisor.judge``)."""
 COUNT_KEYS = ("tests_run", "failures", "errors", "skipped")
+MAX_COUNT = 10**9
+"""No count is larger: test code can write a report of its own on the runner's pipe (the
+SR-2 residual), and a count of 4300 digits passed here and later failed to format on
+the host (issue 20, SR-8)."""
 REPORT_KEYS = frozenset({"runner", *COUNT_KEYS})
 
 
@@ -34,6 +39,6 @@ def parse_runner_report(data: bytes, *, overflow: bool) -> tuple[dict[str, Any] 
         return None, f"runner report: runner must be one of {list(RUNNERS)}"
     for key in COUNT_KEYS:
         count = value[key]
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            return None, f"runner report: {key} must be an integer >= 0"
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_COUNT:
+            return None, f"runner report: {key} must be an integer from 0 to {MAX_COUNT}"
     return value, None

@@ -35,13 +35,15 @@ def test_the_create_body_carries_every_security_field(tmp_path: Path) -> None:
     body = spec.create_body()
     host = body["HostConfig"]
     assert body["Image"] == "sha256:" + "a" * 64
-    assert body["User"] == "10001:10001"
+    assert body["User"] == "0:0"  # PID 1's; every workload process is dropped to 10001
     assert body["Hostname"] == "sandbox"
     assert body["Env"] == ["PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8"]
-    assert body["Cmd"][:5] == ["/usr/bin/python3", "-I", "-B", "-m", "sandbox_supervisor"]
-    assert json.loads(body["Cmd"][5]) == supervisor_config(request, "b" * 32)
+    assert body["Cmd"] == ["/usr/bin/python3", "-I", "-B", "-m", "sandbox_supervisor"]
+    assert "b" * 32 not in json.dumps(body)  # the nonce goes on stdin, never in the request
+    assert json.loads(spec.config) == supervisor_config(request, "b" * 32)
+    assert json.loads(spec.config)["workload_uid"] == 10001
     assert host["CapDrop"] == ["ALL"]
-    assert host["CapAdd"] is None
+    assert host["CapAdd"] == ["KILL", "SETGID", "SETPCAP", "SETUID"]
     assert host["SecurityOpt"] == ["no-new-privileges:true", "seccomp=" + seccomp.profile_json()]
     assert host["NetworkMode"] == "none"
     assert host["ReadonlyRootfs"] is True
@@ -94,7 +96,15 @@ TAMPERINGS = {
     "another security option": (extra_security_opt, "HostConfig.SecurityOpt"),
     "canary removed": (canary_removed, "HostConfig.SecurityOpt"),
     "an added capability": (
-        lambda i: i["HostConfig"].__setitem__("CapAdd", ["SYS_ADMIN"]),
+        lambda i: i["HostConfig"]["CapAdd"].append("SYS_ADMIN"),
+        "HostConfig.CapAdd",
+    ),
+    "another capability": (
+        lambda i: i["HostConfig"].__setitem__("CapAdd", ["KILL", "SETGID", "SETPCAP", "CHOWN"]),
+        "HostConfig.CapAdd",
+    ),
+    "PID 1's capabilities left out": (
+        lambda i: i["HostConfig"].__setitem__("CapAdd", None),
         "HostConfig.CapAdd",
     ),
     "capabilities kept": (
@@ -113,7 +123,11 @@ TAMPERINGS = {
         "HostConfig.Runtime",
     ),
     "other image": (lambda i: i.__setitem__("Image", "sha256:" + "e" * 64), "Image"),
-    "root user": (lambda i: i["Config"].__setitem__("User", "0:0"), "Config.User"),
+    "the workload's user for PID 1": (
+        lambda i: i["Config"].__setitem__("User", "10001:10001"),
+        "Config.User",
+    ),
+    "no user (the image's)": (lambda i: i["Config"].__setitem__("User", ""), "Config.User"),
     "network": (
         lambda i: i["HostConfig"].__setitem__("NetworkMode", "bridge"),
         "HostConfig.NetworkMode",

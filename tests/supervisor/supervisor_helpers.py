@@ -37,9 +37,13 @@ def valid_config(**overrides: Any) -> dict[str, Any]:
         "kill_grace_s": 1.0,
         "output_budget": MiB,
         "go_timeout_s": 30.0,
+        "workload_uid": 10001,
+        "workload_gid": 10001,
+        "judge": None,
         "expect": {
-            "uid": 10001,
-            "gid": 10001,
+            "uid": 0,
+            "gid": 0,
+            "capabilities": 0x1E0,
             "memory_bytes": 512 * MiB,
             "pids": 128,
             "nofile": 256,
@@ -76,6 +80,12 @@ class Supervised:
         return b"".join(payload for k, payload in self.frames if k in kinds)
 
 
+def keep_identity(uid: int, gid: int) -> None:
+    """The host tests' ``drop``: the workload keeps the test process's uid (a test run
+    by another user than root cannot change it; the drop is tested on its own and in
+    the Docker tests)."""
+
+
 def passing_attester(config: Config) -> list[Check]:
     return [Check("host_test", True, "attestation runs in the Docker tests")]
 
@@ -105,6 +115,7 @@ def run_supervised(
                 attester=attester,
                 read_oom=lambda: None,
                 go_fd=go_read,
+                drop=keep_identity,
             )
         finally:
             os.close(go_read)

@@ -59,10 +59,11 @@ def _run_container(runtime: str, workspace: Path, argv: list[str]) -> dict[str, 
     client = docker.from_env(version="1.41", timeout=60)
     container = client.containers.create(
         image.current_record().image_id,
-        [*command, protocol.canonical_json(config).decode()],
+        command,
         runtime=runtime,
-        user="10001:10001",
+        user="0:0",  # PID 1's; it drops every workload process to 10001
         cap_drop=["ALL"],
+        cap_add=["KILL", "SETGID", "SETPCAP", "SETUID"],
         security_opt=["no-new-privileges", f"seccomp={json.dumps(CANARY_PROFILE)}"],
         network_mode="none",
         read_only=True,
@@ -87,8 +88,10 @@ def _run_container(runtime: str, workspace: Path, argv: list[str]) -> dict[str, 
         sock = client.api.attach_socket(container.id, params=params)
         try:
             container.start()
-            # The go at once: PID 1 reads it only after its attestation (the product's
-            # host first checks the record: tests/sandbox/conformance).
+            # The config, then the go at once: PID 1 reads the go only after its
+            # attestation (the product's host first checks the record:
+            # tests/sandbox/conformance).
+            sock._sock.sendall(protocol.encode_config(protocol.canonical_json(config)))
             sock._sock.sendall(protocol.GO)
             sock._sock.shutdown(socket.SHUT_WR)
             for stream, data in frames_iter(sock, tty=False):

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from supervisor_helpers import passing_attester, valid_config
+from supervisor_helpers import keep_identity, passing_attester, valid_config
 
 from sandbox_supervisor import protocol
 from sandbox_supervisor.__main__ import EXIT_REFUSED, await_go, supervise
@@ -47,6 +47,7 @@ def _supervise(tmp_path: Path, go_fd: int, **overrides: object) -> tuple[int, li
             attester=passing_attester,
             read_oom=lambda: None,
             go_fd=go_fd,
+            drop=keep_identity,
         )
         out.seek(0)
         kinds = [kind for kind, _ in protocol.FrameDecoder().feed(out.read())]
@@ -98,6 +99,7 @@ def test_a_failed_attestation_does_not_wait_for_a_go(
             out.fileno(),
             attester=lambda _: [Check("uid", False, "0")],
             go_fd=go_pipe[0],
+            drop=keep_identity,
         )
     assert code == EXIT_REFUSED
     assert os.read(go_pipe[0], 1) == protocol.GO  # left unread: PID 1 never waited

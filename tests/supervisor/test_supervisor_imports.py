@@ -68,7 +68,8 @@ def test_a_crash_of_pid1_still_reports_its_traceback() -> None:
         "import sandbox_supervisor.__main__ as pid1\n"
         "def boom(*args, **kwargs): raise RuntimeError('boom')\n"
         "pid1.supervise = boom\n"
-        "sys.exit(pid1.main(['{}']))\n"
+        "pid1.read_config = lambda fd, timeout_s: '{}'\n"
+        "sys.exit(pid1.main([]))\n"
     )
     done = _python(code)
     assert done.returncode == 126, done.stderr
@@ -78,8 +79,8 @@ def test_a_crash_of_pid1_still_reports_its_traceback() -> None:
 
 def test_pid1_flushes_its_stderr_before_skipping_finalization() -> None:
     done = _python(
-        "sys.argv[1:] = []; import runpy; "
+        "sys.argv[1:] = ['{}']; import runpy; "
         "runpy.run_module('sandbox_supervisor', run_name='__main__')"
     )
     assert done.returncode == 125
-    assert done.stderr.startswith("usage: python3 -I -B -m sandbox_supervisor CONFIG_JSON")
+    assert done.stderr.startswith("usage: python3 -I -B -m sandbox_supervisor (config on stdin)")

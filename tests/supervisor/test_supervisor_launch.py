@@ -34,13 +34,18 @@ locale as the workload because both start from the container's ``LANG``."""
 pytestmark = pytest.mark.skipif(not Path(PYTHON).exists(), reason="needs Debian's python3")
 
 PID1 = f"""
-import os, sys
+import os, signal, sys
 sys.path.insert(0, {str(SRC)!r})
 from sandbox_supervisor.__main__ import supervise
 from sandbox_supervisor.attest import Check
 os.environ["PID1_ONLY"] = "secret-looking"
 passing = lambda config: [Check("host", True, "")]
-code = supervise(sys.argv[1], 1, attester=passing, read_oom=lambda: None)
+# As PID 1's main() does: SIGINT at its default whatever this process inherited (a test
+# run started in the background inherits it ignored, and an exec'd runner keeps that).
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+code = supervise(
+    sys.argv[1], 1, attester=passing, read_oom=lambda: None, drop=lambda uid, gid: None
+)
 os._exit(code)
 """
 

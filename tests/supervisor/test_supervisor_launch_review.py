@@ -35,7 +35,7 @@ PID1_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
 pytestmark = pytest.mark.skipif(not Path(PYTHON).exists(), reason="needs Debian's python3")
 
 PID1 = f"""
-import ctypes, os, sys
+import ctypes, os, signal, sys
 sys.path.insert(0, {str(SRC)!r})
 from sandbox_supervisor.__main__ import supervise
 from sandbox_supervisor.attest import Check
@@ -48,7 +48,12 @@ secrets = {{
 with open(sys.argv[2], "w") as out:
     out.write(repr(secrets))
 passing = lambda config: [Check("host", True, "")]
-code = supervise(sys.argv[1], 1, attester=passing, read_oom=lambda: None)
+# As PID 1's main() does: SIGINT at its default whatever this process inherited (a test
+# run started in the background inherits it ignored, and an exec'd runner keeps that).
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+code = supervise(
+    sys.argv[1], 1, attester=passing, read_oom=lambda: None, drop=lambda uid, gid: None
+)
 os._exit(code)
 """
 """PID 1's logic with a stand-in attestation; first it records its own secrets."""

@@ -235,7 +235,8 @@ def test_a_bad_config_is_refused_with_a_tagged_record_when_the_nonce_reads(
 def test_pid1_entry_on_the_host_refuses_with_every_check_named(tmp_path: Path) -> None:
     config = protocol.canonical_json(valid_config(argv=[str(tmp_path / "never")]))
     done = subprocess.run(
-        [sys.executable, "-I", "-B", "-m", "sandbox_supervisor", config.decode()],
+        [sys.executable, "-I", "-B", "-m", "sandbox_supervisor"],
+        input=protocol.encode_config(config),  # on stdin, never on the command line
         capture_output=True,
         timeout=30,
         check=False,

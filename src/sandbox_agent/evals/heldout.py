@@ -1,25 +1,34 @@
-"""Held-out tests: run on the agent's final tree, in a fresh verified sandbox.
+"""Held-out tests: judged out of process on the agent's final tree, in a fresh
+verified sandbox (issue 15).
 
 The agent never sees them: they live under ``evals/held_out`` (or a generated folder
-for external suites), are copied into a package with a random name that did not exist
-in the workspace, and are run by the trusted runner wrapper with a dotted selector, so
-nothing else in the tree (a malicious test module, say) is collected.
+for external suites). The held-out module runs in the trusted judge
+(``sandbox_supervisor.judge``, uid 10002), which never imports the final tree's code:
+it reaches it only through ``sandbox_supervisor.remote.candidate``, calls carried out
+by a separate candidate process (uid 10001, the code under test's), with plain data in
+a closed format both ways. The module's text reaches the judge through PID 1's memory,
+not the workspace, so the expected values never enter the candidate's reach; the
+verdict is the judge's own report, on a pipe the candidate cannot open. So the code
+under test can make its calls answer wrongly, hang, flood or die, all of which fail the
+check; it cannot forge the verdict (SR-7 F1).
 """
 
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 import stat
 import tempfile
 import time
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from sandbox_agent.sandbox.base import (
+    JUDGE_ARGV,
     CancelToken,
+    JudgeRequest,
     Runtime,
     SandboxBackend,
     SandboxLimits,
@@ -27,14 +36,8 @@ from sandbox_agent.sandbox.base import (
     SandboxResult,
 )
 
-RUNNER_WRAPPER: tuple[str, ...] = (
-    "/usr/bin/python3",
-    "-I",
-    "-B",
-    "-m",
-    "sandbox_supervisor.run_tests",
-)
-"""The trusted runner wrapper inside the image (docs/SANDBOX_PROTOCOL.md, "Exit report")."""
+JUDGE_RUNNER = "judge"
+"""The runner a held-out verdict's report must name: the judge's, not a runner's."""
 HELD_OUT_LABEL = "sandbox-agent.eval"
 _READABLE_FILE = 0o644
 _READABLE_DIR = 0o755
@@ -56,6 +59,9 @@ class HeldOutResult(BaseModel):
     exit_code: int | None = None
     attested: bool = False
     duration_ms: float = 0.0
+    judge: Literal["out_of_process"] = "out_of_process"
+    """How the verdict was reached: the check ran in the judge, the code under test in
+    another process of another uid, every value crossing as plain data."""
 
 
 def not_run(reason: str) -> HeldOutResult:
@@ -64,8 +70,8 @@ def not_run(reason: str) -> HeldOutResult:
 
 
 def verdict(result: SandboxResult, duration_ms: float) -> HeldOutResult:
-    """Judge one sandbox result: pass only with a completed, attested run whose runner
-    report says at least one test ran and none failed or errored, and exit code 0."""
+    """Judge one sandbox result: pass only with a completed, attested run whose report is
+    the judge's and says at least one test ran and none failed or errored, exit code 0."""
     report = result.runner_report
     tests_run = report.tests_run if report else 0
     failures = report.failures if report else 0
@@ -75,6 +81,7 @@ def verdict(result: SandboxResult, duration_ms: float) -> HeldOutResult:
         and result.attested
         and result.exit_code == 0
         and report is not None
+        and report.runner == JUDGE_RUNNER
         and tests_run > 0
         and failures == 0
         and errors == 0
@@ -117,12 +124,13 @@ def run_held_out(
     limits: SandboxLimits | None = None,
     cancel: CancelToken | None = None,
 ) -> HeldOutResult:
-    """Run the held-out module against a copy of ``final_tree``.
+    """Judge the held-out module against a copy of ``final_tree``.
 
     Args:
         final_tree: the agent's final workspace (copied, never changed).
-        held_out_dir: folder holding ``<module>.py`` (and any data it needs).
-        backend: the sandbox backend that runs the runner wrapper.
+        held_out_dir: folder holding ``<module>.py``, written against
+            ``sandbox_supervisor.remote.candidate``.
+        backend: the sandbox backend that runs the judge and the candidate.
         module: the held-out unittest module's name.
         runtime: ``runc`` or ``runsc``.
         limits: the sandbox limits (the task's test timeout among them).
@@ -131,23 +139,21 @@ def run_held_out(
     Raises:
         FileNotFoundError: the held-out module is missing (a broken task, not a failed run).
     """
-    if not (held_out_dir / f"{module}.py").is_file():
+    path = held_out_dir / f"{module}.py"
+    if not path.is_file():
         raise FileNotFoundError(f"held-out module {held_out_dir / module}.py is missing")
+    judge = JudgeRequest(module_name=module, source=path.read_text(encoding="utf-8"))
     with tempfile.TemporaryDirectory(prefix="sandbox-agent-heldout-") as scratch:
         os.chmod(scratch, _READABLE_DIR)
         root = Path(scratch) / "workspace"
         copy_regular_tree(final_tree, root)
-        package = f"heldout_{secrets.token_hex(6)}"
-        copy_regular_tree(held_out_dir, root / package)
-        init = root / package / "__init__.py"
-        init.write_text("", encoding="utf-8")
-        os.chmod(init, _READABLE_FILE)
         request = SandboxRequest(
-            argv=(*RUNNER_WRAPPER, "unittest", f"{package}.{module}"),
+            argv=JUDGE_ARGV,
             workspace=root,
             runtime=runtime,
             limits=limits or SandboxLimits(),
             labels={HELD_OUT_LABEL: "held-out"},
+            judge=judge,
         )
         started = time.monotonic()
         result = backend.run(request, cancel)

@@ -188,14 +188,25 @@ def public_tests(row: Row) -> str:
 
 
 def held_out_tests(row: Row) -> str:
-    """The held-out module: the row's ``check``, run in the solution module's namespace."""
+    """The held-out module, judged out of process (issue 15): the row's ``check`` runs in
+    the judge with ``candidate`` a remote reference to the entry point of the final
+    tree's ``solution`` module, and the row's own ``prompt`` (trusted dataset text: its
+    imports and helpers such as ``poly``) as the check's namespace, never the final
+    tree's module, which the model may have changed."""
     return (
-        f'"""Held-out check for {row.task_id} (HumanEvalFix, MIT licence)."""\n\n'
-        f"import unittest\n\nimport {MODULE}\n\nCHECK_SOURCE = {row.test!r}\n\n\n"
+        f'"""Held-out check for {row.task_id} (HumanEvalFix, MIT licence), judged out of\n'
+        'process: the check runs here, the code under test in the candidate\'s process."""\n\n'
+        "import unittest\n\nfrom sandbox_supervisor.remote import candidate\n\n"
+        f"PROMPT = {row.prompt!r}\nCHECK_SOURCE = {row.test!r}\n"
+        f"ENTRY_POINT = {row.entry_point!r}\n\n\n"
         "class HeldOutCheck(unittest.TestCase):\n"
         "    def test_check(self) -> None:\n"
-        f"        namespace = dict(vars({MODULE}))\n"
+        '        namespace = {"__name__": "heldout_check"}\n'
+        '        exec(compile(PROMPT, "prompt", "exec"), namespace)\n'
+        f'        function = getattr(candidate.module("{MODULE}"), ENTRY_POINT)\n'
+        "        namespace[ENTRY_POINT] = function\n"
         '        exec(compile(CHECK_SOURCE, "heldout_check", "exec"), namespace)\n'
+        '        namespace["check"](function)\n'
     )
 
 

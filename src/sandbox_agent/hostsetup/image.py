@@ -285,17 +285,20 @@ def build() -> ImageRecord:
     return _record_image(tag, image_id)
 
 
-def _prune_older_images(keep: str) -> None:
-    """Remove runner images of older inputs (100 MB each); ones still in use stay."""
+def _prune_previous_image(previous: ImageRecord | None, keep: str) -> None:
+    """Remove the image this state folder recorded before (100 MB each), if it is not
+    ``keep``. Only that one: another checkout or state folder on the same daemon may
+    be running its own runner image right now (one of its tests, an eval), and a
+    build here must never pull it from under it. One in use by a container, or
+    tagged elsewhere, stays."""
     import docker.errors
 
+    if previous is None or previous.image_id == keep:
+        return
     client = _docker_client()
     try:
-        for old in client.images.list(name=IMAGE_REPOSITORY):
-            if old.id and old.id != keep:
-                # One in use by a container, or tagged elsewhere, stays.
-                with contextlib.suppress(docker.errors.APIError):
-                    client.images.remove(old.id, force=False)
+        with contextlib.suppress(docker.errors.APIError):
+            client.images.remove(previous.image_id, force=False)
     finally:
         client.close()
 
@@ -326,11 +329,13 @@ def adopt(source_tag: str) -> ImageRecord:
 
 
 def _record_image(tag: str, image_id: str) -> ImageRecord:
-    """Record ``image_id`` as the runner image of the current inputs; drop older images."""
+    """Record ``image_id`` as the runner image of the current inputs; drop the one this
+    state folder recorded before."""
+    previous = load_record()
     record = _write_record(
         ImageRecord(tag=tag, image_id=image_id, inputs_sha256=inputs_sha256(), built_at=time.time())
     )
-    _prune_older_images(keep=image_id)
+    _prune_previous_image(previous, keep=image_id)
     return record
 
 

@@ -3,8 +3,9 @@
 The socket is the raw, hijacked connection under the SDK's HTTP response (we attach
 before the container starts, so no payload byte can sit in the HTTP reader's buffer).
 Reads wait at most ``poll_s``, so the caller checks cancellation and its deadline often.
-The one thing the host ever writes is the go byte (``protocol.GO``), after which it
-closes its sending side: with ``StdinOnce`` Docker then closes PID 1's stdin for good.
+The host writes two things: PID 1's config frame at start (``protocol.encode_config``),
+and later the go byte (``protocol.GO``), after which it closes its sending side: with
+``StdinOnce`` Docker then closes PID 1's stdin for good.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from sandbox_supervisor.protocol import GO
+from sandbox_supervisor.protocol import GO, encode_config
 
 RECV_BYTES = 65536
 ATTACH_PARAMS = {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1, "logs": 0}
@@ -40,6 +41,19 @@ class AttachedStream:
             return None
         except OSError:
             return b""
+
+    def send_config(self, config: str) -> bool:
+        """Write PID 1's config frame; False if the connection is gone.
+
+        Raises:
+            ValueError: the config is longer than ``protocol.MAX_CONFIG_BYTES``.
+        """
+        frame = encode_config(config.encode("utf-8"))
+        try:
+            self._sock.sendall(frame)
+        except OSError:
+            return False
+        return True
 
     def send_go(self) -> bool:
         """Write the go byte and close stdin; False if the connection is gone."""

@@ -23,6 +23,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sandbox_supervisor.runner_report import MAX_COUNT
+
 Runtime = Literal["runc", "runsc"]
 RUNTIMES: tuple[Runtime, ...] = ("runc", "runsc")
 
@@ -70,6 +72,29 @@ class SandboxLimits(BaseModel):
     """Exact total of workload output bytes relayed to the host (stdout and stderr together)."""
 
 
+JUDGE_ARGV: tuple[str, ...] = ("/usr/bin/python3", "-I", "-B", "-m", "sandbox_supervisor.judge")
+CANDIDATE_ARGV: tuple[str, ...] = (
+    "/usr/bin/python3",
+    "-I",
+    "-B",
+    "-m",
+    "sandbox_supervisor.candidate",
+)
+
+
+class JudgeRequest(BaseModel):
+    """A held-out check, judged out of process (issue 15; ``sandbox_supervisor.judge``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    module_name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+    """The held-out unittest module's name, inside the judge."""
+    source: str = Field(max_length=256 * 1024)
+    """Its text: trusted evaluation data. It reaches the judge through PID 1's memory,
+    never the workspace, so the code under test never sees the expected values."""
+    candidate_argv: tuple[str, ...] = CANDIDATE_ARGV
+
+
 class SandboxRequest(BaseModel):
     """One command to run in a fresh sandbox over a read-only copy of the workspace."""
 
@@ -85,6 +110,9 @@ class SandboxRequest(BaseModel):
     """Extra variables PID 1 sets for the workload only (``PYTEST_DISABLE_PLUGIN_AUTOLOAD``)."""
     labels: dict[str, str] = Field(default_factory=dict)
     """Extra container labels (run id); the owner label is always added by the backend."""
+    judge: JudgeRequest | None = None
+    """A held-out check judged out of process: ``argv`` is then the judge's
+    (``JUDGE_ARGV``), and the code under test runs in a separate candidate process."""
 
 
 class RunnerReport(BaseModel):
@@ -93,10 +121,10 @@ class RunnerReport(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     runner: str
-    tests_run: int = Field(ge=0)
-    failures: int = Field(ge=0)
-    errors: int = Field(ge=0)
-    skipped: int = Field(ge=0, default=0)
+    tests_run: int = Field(ge=0, le=MAX_COUNT)
+    failures: int = Field(ge=0, le=MAX_COUNT)
+    errors: int = Field(ge=0, le=MAX_COUNT)
+    skipped: int = Field(ge=0, le=MAX_COUNT, default=0)
 
 
 class Diagnostics(BaseModel):
@@ -187,6 +215,8 @@ class PreparedSandbox(BaseModel):
     nonce: str
     spec_sha256: str
     image_id: str
+    config: str = Field(repr=False)
+    """PID 1's config (canonical JSON, the nonce in it), written on its stdin at start."""
     phase_ms: dict[str, float] = Field(default_factory=dict)
 
 

@@ -190,6 +190,7 @@ class DockerBackend(SandboxBackend):
             nonce=nonce,
             spec_sha256=spec.sha256(),
             image_id=self.image_id,
+            config=spec.config,
             phase_ms=phase_ms,
         )
         if mismatches:
@@ -240,6 +241,10 @@ class DockerBackend(SandboxBackend):
             result = _refused(
                 request, "start", f"start failed ({kind}): {bounded(str(error))}", phase_ms
             )
+            return self._finish(_with_prepared(result, prepared), prepared.container_id)
+        if not stream.stream.send_config(prepared.config):
+            stream.close()
+            result = _refused(request, "start", "PID 1's config could not be sent", phase_ms)
             return self._finish(_with_prepared(result, prepared), prepared.container_id)
         phase_ms["start"] = elapsed_ms(started_at)
         stream.mark_started(phase_ms)

@@ -17,11 +17,19 @@ from pydantic import BaseModel, ConfigDict
 from sandbox_agent.sandbox import seccomp
 from sandbox_agent.sandbox.base import Runtime, SandboxRequest
 from sandbox_agent.sandbox.owner import LABEL_OWNER, LABEL_SANDBOX
+from sandbox_supervisor.identity import JUDGE_UID, PID1_CAPABILITIES, WORKLOAD_UID
 from sandbox_supervisor.protocol import canonical_json
 
 PROTOCOL_VERSION = 1
-SANDBOX_UID = 10001
-SANDBOX_USER = f"{SANDBOX_UID}:{SANDBOX_UID}"
+SANDBOX_UID = WORKLOAD_UID
+"""Every workload process (the code under test) runs as this uid, with no capability."""
+PID1_UID = 0
+PID1_USER = f"{PID1_UID}:{PID1_UID}"
+"""The container's user is PID 1's: uid 0 with ``PID1_CAP_ADD`` only, another user than
+every workload process (``sandbox_supervisor.identity``; issue 15, G1)."""
+PID1_CAP_ADD = ("KILL", "SETGID", "SETPCAP", "SETUID")
+"""PID 1's capabilities, all others dropped: drop each forked child to ``SANDBOX_UID``
+(bounding set, groups, gid, uid) and signal the workload at its deadline."""
 SANDBOX_HOSTNAME = "sandbox"
 WORKSPACE_TARGET = "/workspace"
 TMP_TARGET = "/tmp"  # noqa: S108 - the container's own tmpfs, not a host path
@@ -34,8 +42,8 @@ GO_TIMEOUT_S = 300.0
 nothing: the longest a pre-started sandbox can stay ready (``warm``)."""
 NO_NEW_PRIVILEGES = "no-new-privileges:true"
 SUPERVISOR_COMMAND = ("/usr/bin/python3", "-I", "-B", "-m", "sandbox_supervisor")
-"""PID 1. With ``site`` (no ``-S``): the trusted runner, forked from it, must start in
-the state ``python3 -I -B`` gives (``sandbox_supervisor.launch``)."""
+"""PID 1, its config on stdin. With ``site`` (no ``-S``): the trusted runner, forked from
+it, must start in the state ``python3 -I -B`` gives (``sandbox_supervisor.launch``)."""
 BASE_ENV: tuple[tuple[str, str], ...] = (
     ("PATH", "/usr/local/bin:/usr/bin:/bin"),
     ("HOME", "/tmp"),  # noqa: S108 - set here so Docker does not add one of its own
@@ -71,7 +79,10 @@ class ContainerSpec(BaseModel):
     """The recorded image ID (``sha256:...``); inspect's ``Image`` must equal it."""
     runtime: Runtime
     cmd: tuple[str, ...]
-    """PID 1's command: the supervisor and its canonical JSON config."""
+    """PID 1's command: the supervisor."""
+    config: str
+    """PID 1's config, canonical JSON, written on its stdin after start (never on its
+    command line, where every process could read the nonce); in the spec's hash."""
     env: tuple[str, ...]
     """The exact container environment, ``NAME=value``, in order."""
     labels: tuple[tuple[str, str], ...]
@@ -92,7 +103,7 @@ class ContainerSpec(BaseModel):
             "Config.Cmd": list(self.cmd),
             "Config.Entrypoint": None,
             "Config.Env": list(self.env),
-            "Config.User": SANDBOX_USER,
+            "Config.User": PID1_USER,
             "Config.Hostname": SANDBOX_HOSTNAME,
             "Config.WorkingDir": WORKSPACE_TARGET,
             "Config.Labels": dict(self.labels),
@@ -107,7 +118,7 @@ class ContainerSpec(BaseModel):
             "HostConfig.Runtime": self.runtime,
             "HostConfig.Privileged": False,
             "HostConfig.CapDrop": ["ALL"],
-            "HostConfig.CapAdd": None,
+            "HostConfig.CapAdd": list(PID1_CAP_ADD),
             "HostConfig.SecurityOpt": [NO_NEW_PRIVILEGES, f"seccomp={self.seccomp_json}"],
             "HostConfig.NetworkMode": "none",
             "HostConfig.ReadonlyRootfs": True,
@@ -168,7 +179,7 @@ class ContainerSpec(BaseModel):
 def supervisor_config(
     request: SandboxRequest, nonce: str, go_timeout_s: float = GO_TIMEOUT_S
 ) -> dict[str, Any]:
-    """PID 1's config (docs/SANDBOX_PROTOCOL.md): the argv element after the module name."""
+    """PID 1's config (docs/SANDBOX_PROTOCOL.md), written on its stdin after start."""
     limits = request.limits
     container_env = dict(BASE_ENV)
     return {
@@ -182,9 +193,13 @@ def supervisor_config(
         "kill_grace_s": KILL_GRACE_S,
         "output_budget": limits.output_budget_bytes,
         "go_timeout_s": go_timeout_s,
+        "workload_uid": SANDBOX_UID,
+        "workload_gid": SANDBOX_UID,
+        "judge": _judge_config(request),
         "expect": {
-            "uid": SANDBOX_UID,
-            "gid": SANDBOX_UID,
+            "uid": PID1_UID,
+            "gid": PID1_UID,
+            "capabilities": PID1_CAPABILITIES,
             "memory_bytes": limits.memory_bytes,
             "pids": limits.pids,
             "nofile": limits.nofile,
@@ -195,6 +210,19 @@ def supervisor_config(
             "tmp": TMP_TARGET,
             "canary": seccomp.canary(request.runtime),
         },
+    }
+
+
+def _judge_config(request: SandboxRequest) -> dict[str, Any] | None:
+    judge = request.judge
+    if judge is None:
+        return None
+    text = json.dumps({"name": judge.module_name, "source": judge.source})
+    return {
+        "input": text,
+        "candidate_argv": list(judge.candidate_argv),
+        "uid": JUDGE_UID,
+        "gid": JUDGE_UID,
     }
 
 
@@ -217,7 +245,8 @@ def build_spec(
     return ContainerSpec(
         image_id=image_id,
         runtime=request.runtime,
-        cmd=(*SUPERVISOR_COMMAND, config),
+        cmd=SUPERVISOR_COMMAND,
+        config=config,
         env=tuple(f"{name}={value}" for name, value in BASE_ENV),
         labels=tuple(sorted(labels.items())),
         workspace=str(request.workspace.resolve()),

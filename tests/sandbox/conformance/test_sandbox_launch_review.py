@@ -6,8 +6,8 @@ runs ``-S``, the forked runner keeps ``sys.flags.no_site == 1``, so a Python sta
 test suites do) gets ``-S`` and cannot import pytest from ``dist-packages``. Exec'd,
 the same suite passes (the reference, runc only to keep the run short).
 
-Also G1 (found here, not caused by the change): under runsc the workload can write to
-PID 1's stdout through /proc/1/fd/1 and can kill PID 1.
+Also G1 (found here, not caused by the change; closed by issue 15): under runsc the
+workload could write to PID 1's stdout through /proc/1/fd/1 and kill PID 1.
 """
 
 from __future__ import annotations
@@ -90,16 +90,24 @@ def test_an_honest_pytest_suite_passes_however_the_runner_is_launched(
     assert (result.exit_code, result.runner_report.failures) == (0, 0), result.output.decode()
 
 
-# Found while reviewing, not caused by launch=fork (exec'd workloads do the same): under
-# gVisor PR_SET_DUMPABLE does not guard /proc/1/fd, and the workload can kill PID 1.
+# Found while reviewing, not caused by launch=fork (exec'd workloads did the same): under
+# gVisor PR_SET_DUMPABLE does not guard /proc/1/fd. Closed by running PID 1 as another uid.
 
 FORGE = """
-import json, os, struct, unittest
+import json, os, re, struct, unittest
 
 class Forge(unittest.TestCase):
     def test_forge(self):
-        config = open("/proc/1/cmdline", "rb").read().split(b"\\0")[-2]
-        nonce = json.loads(config)["nonce"]  # public by design
+        seen = b""
+        for name in ("cmdline", "environ"):
+            try:
+                with open(f"/proc/1/{name}", "rb") as source:
+                    seen += source.read()
+            except OSError:
+                pass
+        found = re.search(rb'"nonce":"([0-9a-f]{32})"', seen)
+        print("NONCE-SEEN" if found else "NONCE-HIDDEN")
+        nonce = found.group(1).decode() if found else "0" * 32
         record = {
             "type": "exit", "v": 1, "nonce": nonce, "launch": "fork", "exit_code": 0,
             "signal": None, "timed_out": False, "output_bytes": 0, "output_truncated": False,
@@ -112,8 +120,9 @@ class Forge(unittest.TestCase):
         try:
             with open("/proc/1/fd/1", "wb", buffering=0) as host_stream:
                 host_stream.write(struct.pack(">cI", b"X", len(body)) + body)
+            print("STREAM-OPEN")
         except OSError:
-            pass
+            print("STREAM-DENIED")
         self.fail("an honest failure")
 """
 KILL = """
@@ -143,37 +152,31 @@ def _run_attack(backend: DockerBackend, runtime: str, suite: str) -> SandboxResu
         shutil.rmtree(root, ignore_errors=True)
 
 
-GVISOR_PROC1 = pytest.mark.xfail(
-    strict=True,
-    reason="G1: under runsc the workload opens /proc/1/fd/1 (the host stream) and kills PID 1",
-)
-
-
 @pytest.mark.parametrize("attack", ["forge_frame", "kill_pid1"])
 @pytest.mark.parametrize(
     "runtime",
-    [
-        pytest.param("runc", id="runc"),
-        pytest.param("runsc", id="runsc", marks=[GVISOR_PROC1, pytest.mark.runsc]),
-    ],
+    [pytest.param("runc", id="runc"), pytest.param("runsc", id="runsc", marks=pytest.mark.runsc)],
 )
 def test_the_workload_cannot_reach_pid1_or_its_stream(
     backend: DockerBackend, runtime: str, attack: str
 ) -> None:
-    """A failing suite that first writes a perfect exit record (nonce from
-    ``/proc/1/cmdline``) to ``/proc/1/fd/1``, or SIGKILLs PID 1, must still end as
-    what it is: completed, attested, exit 1, the real runner report. Under runsc the
-    frame reaches the host as a control frame (then PID 1's own frames follow it: a
-    framing error, ``refused``), and PID 1 dies (``refused``, no exit report). The
-    host's cross-checks (last frame, Docker's exit code, output count) stop a forged
-    pass today; the framing's premise, "the workload never holds PID 1's stdout",
-    does not hold there."""
+    """A failing suite that looks for the nonce where a process can read another's
+    (``/proc/1/cmdline``, ``/proc/1/environ``), writes a perfect exit record to
+    ``/proc/1/fd/1``, or SIGKILLs PID 1, must still end as what it is: completed,
+    attested, exit 1, the real runner report. G1 (SR-3, closed by issue 15): under
+    runsc the frame reached the host as a control frame and PID 1 died (``refused``);
+    the nonce was on PID 1's command line on both runtimes. Now the nonce arrives on
+    stdin and PID 1 is another uid than the workload, so neither its stream nor a
+    signal reaches it."""
     result = _run_attack(backend, runtime, FORGE if attack == "forge_frame" else KILL)
     assert result.status == "completed", result.reason
     assert result.attested
     assert result.exit_report_valid
     assert result.runner_report is not None
     assert (result.exit_code, result.runner_report.failures) == (1, 1)
+    if attack == "forge_frame":
+        assert b"NONCE-HIDDEN" in result.output, result.output
+        assert b"STREAM-DENIED" in result.output, result.output
 
 
 FORGE_THEN_KILL = (
@@ -199,17 +202,14 @@ the kill, so that no frame of PID 1's own can follow it."""
 def test_a_forged_exit_record_with_pid1_killed_is_never_evidence(
     backend: DockerBackend, runtime: str
 ) -> None:
-    """Where the workload can reach PID 1's stream and kill PID 1 (runsc), the forgery
-    still never becomes a valid exit report: PID 1 never ends a complete run with 128+N
-    (``protocol.pid1_exit_code``), so a record that agrees with a killed PID 1 cannot
-    exist. Under runc neither step works and the honest failure is reported."""
+    """The forgery never becomes a valid exit report. Before issue 15 the workload could
+    reach PID 1's stream and kill PID 1 under runsc, and what stopped it was that PID 1
+    never ends a complete run with 128+N (``protocol.pid1_exit_code``), so a record
+    that agrees with a killed PID 1 cannot exist (the run was refused). Now neither
+    step works on either runtime, and the honest failure is reported."""
     assert "os.kill(1" in FORGE_THEN_KILL
     assert '"tests_run": 99' in FORGE_THEN_KILL
     result = _run_attack(backend, runtime, FORGE_THEN_KILL)
     assert result.runner_report is None or result.runner_report.tests_run != 99
-    if runtime == "runsc":
-        assert result.status == "refused", result.reason
-        assert not result.exit_report_valid
-    else:
-        assert result.status == "completed", result.reason
-        assert (result.exit_code, result.runner_report and result.runner_report.failures) == (1, 1)
+    assert result.status == "completed", result.reason
+    assert (result.exit_code, result.runner_report and result.runner_report.failures) == (1, 1)
