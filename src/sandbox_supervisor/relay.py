@@ -135,8 +135,14 @@ def _fork(child: _Child, config: Config, drop: Drop) -> int:
 
 
 def _input_file(data: bytes) -> int:
-    """An anonymous file holding ``data``, at offset 0 (the judge's input)."""
+    """An anonymous file holding ``data``, at offset 0 (the judge's input), with no
+    permission for anyone: the judge reads it through the descriptor it is given.
+    gVisor checks only the file's own mode when another process opens
+    ``/proc/<judge>/fd/0``, and a memfd is made 0777: without the ``fchmod`` the
+    candidate read the check's source, expected values included (found by
+    tests/evals/test_heldout_forgery.py's leak probe under runsc)."""
     fd = os.memfd_create("judge-input", 0)
+    os.fchmod(fd, 0)
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]

@@ -27,6 +27,7 @@ from sandbox_agent.evals.progress import ProgressBar
 from sandbox_agent.evals.report import HARNESS_NOTICE, make_report, to_markdown, write_report
 from sandbox_agent.evals.tasks import HeldOut, Task
 from sandbox_agent.sandbox.base import (
+    JUDGE_ARGV,
     CancelToken,
     RunnerReport,
     SandboxBackend,
@@ -48,8 +49,10 @@ class FakeBackend(SandboxBackend):
             "the held-out run must not inherit the agent's deadline"
         )
         fixed = (request.workspace / "fixed.txt").is_file()
-        package = request.argv[-1].split(".")[0]
-        assert (request.workspace / package / "test_heldout.py").is_file()
+        assert request.argv == JUDGE_ARGV
+        assert request.judge is not None
+        assert request.judge.module_name == "test_heldout"
+        assert not list(request.workspace.rglob("test_heldout.py")), "never in the workspace"
         return SandboxResult(
             status="completed",
             reason="",
@@ -59,7 +62,7 @@ class FakeBackend(SandboxBackend):
             exit_report_valid=True,
             exit_code=0 if fixed else 1,
             runner_report=RunnerReport(
-                runner="unittest", tests_run=2, failures=0 if fixed else 1, errors=0
+                runner="judge", tests_run=2, failures=0 if fixed else 1, errors=0
             ),
         )
 

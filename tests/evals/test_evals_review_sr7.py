@@ -94,16 +94,12 @@ FORGE = (
 )
 
 
-# --- F1: the code under test forges the held-out verdict (open, SR-2's residual) -----
+# --- F1: the code under test forged the held-out verdict (fixed by issue 15: judged out
+# of process; tests/evals/test_heldout_forgery.py tries every other way on both runtimes)
 
 
 @pytest.mark.docker
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="SR-7 F1 (open): held-out tests import the model's code in the runner's "
-    "process, which can forge the runner's report and os._exit(0) (SR-2 residual)",
-)
 def test_f1_code_under_test_cannot_forge_a_held_out_pass(tmp_path: Path) -> None:
     steps: list[dict[str, object]] = [
         {
@@ -293,6 +289,9 @@ def test_holds_an_exit_code_of_zero_without_the_runners_report_is_no_pass(tmp_pa
     ]
     (record,) = _run([_case(tmp_path, steps)], tmp_path)
     assert record.held_out.ran
-    assert record.held_out.exit_code == 0
+    # The candidate's process left at import; the judge, another process, says so.
+    assert record.held_out.exit_code == 1
+    assert record.held_out.tests_run == 1
+    assert record.held_out.failures + record.held_out.errors == 1
     assert not record.held_out.passed
     assert not record.passed

@@ -89,7 +89,10 @@ def _pid1(workspace: Path, args: list[str], argv: list[str] | None = None) -> di
     output = b"".join(
         p for kind, p in frames if kind in (protocol.KIND_STDOUT, protocol.KIND_STDERR)
     ).decode()
-    return {"report": exit_report, "output": output, "pid1_exit": done.returncode}
+    # A line is looked up in its own stream: the two arrive interleaved in read order,
+    # and unittest's progress dot on stderr can land inside a stdout line (issue 21).
+    stdout = b"".join(p for kind, p in frames if kind == protocol.KIND_STDOUT).decode()
+    return {"report": exit_report, "output": output, "stdout": stdout, "pid1_exit": done.returncode}
 
 
 def _workspace(tmp_path: Path, **files: str) -> Path:
@@ -110,7 +113,7 @@ def test_the_runner_runs_forked_with_what_execve_would_have_reset(tmp_path: Path
     assert report["launch"] == "fork"
     assert report["exit_code"] == run["pid1_exit"] == 0, run["output"]
     assert report["runner_report"]["tests_run"] == 1
-    facts = _facts(run["output"])
+    facts = _facts(run["stdout"])
     assert facts["env"] == ENV  # PID 1's own variables are gone
     # stdin, stdout, stderr, the report pipe run_tests moved off fd 3, listdir's own fd
     assert len(facts["fds"]) == 5
@@ -135,8 +138,8 @@ def test_the_same_probe_exec_d_sees_the_same(tmp_path: Path) -> None:
     argv = [PYTHON, "-I", "-B", "-c", fresh]
     run = _pid1(workspace, [], argv=argv)
     assert run["report"]["launch"] == "exec"
-    forked = _facts(_pid1(workspace, ["unittest"])["output"])
-    exec_d = _facts(run["output"])
+    forked = _facts(_pid1(workspace, ["unittest"])["stdout"])
+    exec_d = _facts(run["stdout"])
     assert forked == exec_d
 
 

@@ -50,6 +50,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="control run: a plan that changes nothing, instead of each reference plan",
     )
+    parser.add_argument(
+        "--plans",
+        default=None,
+        metavar="DIR",
+        help="DIR/<task id>.json (a plan file) replaces that task's reference plan",
+    )
     parser.add_argument("--runtime", choices=("runc", "runsc"), default="runc")
     parser.add_argument("--fixtures-dir", default=None, help="the project's fixtures folder")
     parser.add_argument(
@@ -115,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
         fix=not args.no_fix,
         fixtures_dir=Path(args.fixtures_dir) if args.fixtures_dir else None,
         dataset=args.dataset,
+        plans_dir=Path(args.plans) if args.plans else None,
     )
     with tempfile.TemporaryDirectory(prefix="sandbox-agent-suite-") as scratch:
         cases = build_cases(args.suite, suite_options, Path(scratch))

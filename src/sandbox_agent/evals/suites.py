@@ -40,6 +40,8 @@ class SuiteOptions(BaseModel):
     """The project's fixtures (``--fixtures-dir``); eval-only ones stay in ``evals/fixtures``."""
     dataset: str | None = None
     """HumanEvalFix JSONL path (else ``$SANDBOX_AGENT_HUMANEVALFIX`` or ``../shared/...``)."""
+    plans_dir: Path | None = None
+    """``--plans DIR``: ``DIR/<task id>.json`` (a plan file) replaces that task's plan."""
 
 
 def _control_plan(scratch: Path) -> Path:
@@ -102,4 +104,39 @@ def build_cases(suite: str, options: SuiteOptions, scratch: Path) -> list[EvalCa
     """
     if suite not in SUITES:
         raise UsageError(f"unknown suite {suite!r}; choose one of: {', '.join(SUITES)}")
-    return SUITES[suite](options, scratch)
+    cases = SUITES[suite](options, scratch)
+    if options.plans_dir is not None:
+        cases = with_plans(cases, options.plans_dir, only_selected=options.task_ids is not None)
+    return cases
+
+
+def with_plans(cases: list[EvalCase], plans_dir: Path, *, only_selected: bool) -> list[EvalCase]:
+    """``plans_dir/<task id>.json`` in place of each task's plan (``eval --plans DIR``), for
+    harness validation and so a reviewer can try plans of their own (forgeries among
+    them) without editing the project. Every file is checked as a plan first.
+
+    Raises:
+        UsageError: the folder is missing, a plan file is not a plan, or (with every
+            task selected) a ``*.json`` file names no task of the suite.
+    """
+    from sandbox_agent.providers.plan import load_plan
+
+    if not plans_dir.is_dir():
+        raise UsageError(f"--plans {plans_dir}: not a folder; give a folder of <task id>.json")
+    by_id = {case.task.id: case for case in cases}
+    plans = {path.stem: path for path in sorted(plans_dir.glob("*.json")) if path.is_file()}
+    unknown = sorted(set(plans) - set(by_id))
+    if unknown and not only_selected:
+        raise UsageError(
+            f"--plans {plans_dir}: {unknown[0]}.json names no task of this suite; "
+            "name each file <task id>.json"
+        )
+    for name, path in plans.items():
+        if name in by_id:
+            load_plan(path)  # a one-line UsageError naming the file when it is not a plan
+    return [
+        case.model_copy(update={"plan": plans[case.task.id].resolve()})
+        if case.task.id in plans
+        else case
+        for case in cases
+    ]
