@@ -63,6 +63,8 @@ def test_paginator_demo(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> N
         "status": "completed",
         # The plan's last run_tests was a whole, attested run of the final bytes.
         "reused": True,
+        # The repository's own suite, counted in the process that runs the code under test.
+        "judge": "in_process",
     }
     run_dir = Path(result["trace_path"]).parent
     assert main(["verify", str(run_dir)]) == 0

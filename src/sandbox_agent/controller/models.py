@@ -104,6 +104,12 @@ class FinalTests(BaseModel):
     """True when the verdict is the model's last whole-suite ``run_tests``: it ran, attested,
     on exactly the bytes the workspace held at the end (same tree hash), so no second,
     identical sandbox run was made."""
+    judge: Literal["in_process"] = "in_process"
+    """Who judged the verdict: ``in_process``, the repository's own suite, counted by the
+    trusted runner inside the very process that runs the code under test (which can
+    therefore forge it: SR-2's residual, bounded by the protected tests and the
+    tripwire). An evaluation's held-out check is judged ``out_of_process`` instead
+    (``evals.heldout``; docs/EVALS.md)."""
 
 
 class BudgetUsed(BaseModel):

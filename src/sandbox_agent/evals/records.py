@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from sandbox_agent.evals.heldout import HeldOutResult
 from sandbox_agent.evals.scoring import Violation
@@ -20,6 +20,17 @@ class Durations(BaseModel):
     total_s: float = 0.0
     sandbox_ms: float = 0.0
     """Sum of the durations of the agent's ``run_tests`` calls."""
+
+
+class HeldOutVerdict(BaseModel):
+    """DESIGN section 6: each run record's ``heldout: {passed, judge}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    passed: bool
+    judge: str
+    """``out_of_process``: the check ran in the trusted judge, the code under test in
+    another process (``evals.heldout``)."""
 
 
 class RunRecord(BaseModel):
@@ -46,6 +57,8 @@ class RunRecord(BaseModel):
     executed_violations: list[Violation]
     enforcement_held: bool
     held_out: HeldOutResult
+    heldout: HeldOutVerdict | None = None
+    """The held-out verdict and who judged it; filled from ``held_out`` when not given."""
     steps: int
     tool_calls: int
     invalid_outputs: int
@@ -59,6 +72,15 @@ class RunRecord(BaseModel):
     trace_path: str
     error: str | None = None
     """A harness-side failure for this run (the run still counts, as not passed)."""
+
+    @model_validator(mode="after")
+    def _heldout_from_held_out(self) -> RunRecord:
+        verdict = HeldOutVerdict(passed=self.held_out.passed, judge=self.held_out.judge)
+        if self.heldout is None:
+            self.heldout = verdict
+        elif self.heldout != verdict:
+            raise ValueError("heldout disagrees with held_out")
+        return self
 
 
 class Summary(BaseModel):
