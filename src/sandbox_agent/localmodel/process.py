@@ -70,10 +70,11 @@ def command_line(pid: int) -> list[str] | None:
 
 
 def is_running(pid: int, binary: Path, key_file: Path) -> bool:
-    """Whether ``pid`` is still our server: that binary, with that key file (a reused pid
-    belonging to another program is not ours, and is never signalled)."""
+    """Whether ``pid`` is still our server: that binary (first, or second after the
+    interpreter of a script), with that key file. A reused pid that belongs to another
+    program is not ours, and is never signalled."""
     argv = command_line(pid)
-    return argv is not None and argv[0] == str(binary) and str(key_file) in argv
+    return argv is not None and str(binary) in argv[:2] and str(key_file) in argv
 
 
 def stop_group(pid: int, *, grace: float = STOP_GRACE_SECONDS) -> None:
@@ -113,6 +114,7 @@ def health(base: str, *, timeout: float = 2.0) -> str:
         with urllib.request.urlopen(url, timeout=timeout) as answer:  # noqa: S310
             body = json.loads(answer.read(4096) or b"{}")
     except urllib.error.HTTPError as error:
+        error.close()
         return "loading" if error.code == 503 else "down"
     except (urllib.error.URLError, OSError, ValueError):
         return "down"

@@ -44,6 +44,7 @@ def file_url(index: str, pinned: PinnedFile) -> str:
         with _open(page, SIMPLE_JSON) as answer:  # type: ignore[attr-defined]
             listing = json.loads(answer.read(MAX_INDEX_BYTES))
     except urllib.error.HTTPError as error:
+        error.close()
         if error.code == 404:
             raise SetupError(
                 f"package {pinned.project} is not on the index {index}: check the name, or "
@@ -97,6 +98,8 @@ def download(pinned: PinnedFile, destination: Path, *, index: str) -> Path:
                 digest.update(block)
                 out.write(block)
     except (urllib.error.URLError, OSError) as error:
+        if isinstance(error, urllib.error.HTTPError):
+            error.close()
         partial.unlink(missing_ok=True)
         raise SetupError(
             f"downloading {pinned.filename} failed ({_reason(error)}): run 'make model' again"
