@@ -94,7 +94,8 @@ def main(argv: list[str]) -> int:
     rows = turn_rows(events)
     print(f"\nlocal model: server ready in {warm:.1f} s; run {result.status}, {wall:.1f} s wall")
     print(
-        "| turn | prompt tokens | processed | reused | prompt tok/s | generated | gen tok/s | latency s |"
+        "| turn | prompt tokens | processed | reused | prompt tok/s | generated "
+        + "| gen tok/s | latency s |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for number, row in enumerate(rows, start=1):

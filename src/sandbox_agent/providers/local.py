@@ -29,7 +29,7 @@ from sandbox_agent.providers.http import BoundedTransport, bounded_client
 from sandbox_agent.providers.metered import DEFAULT_REQUEST_TIMEOUT_SECONDS
 from sandbox_agent.providers.openai_compat import OpenAICompatProvider, default_classify
 
-DEFAULT_PROTOCOL: ToolProtocol = "required"
+DEFAULT_PROTOCOL: ToolProtocol = "json_schema"
 """Measured best with the local model (docs/MODELS.md, "Which protocol")."""
 DEFAULT_SEED = 1234
 DEFAULT_MAX_OUTPUT_TOKENS = 512
