@@ -154,8 +154,8 @@ def test_a_history_that_outgrows_a_small_context_is_fitted_not_refused(tmp_path:
     from sandbox_agent.settings import PROJECT_ROOT
 
     source = (PROJECT_ROOT / "fixtures" / "paginator" / "paginator" / "core.py").read_text()
-    observation = json.dumps({"tool": "read_file", "ok": True, "result": {"text": source * 2}})
-    context, reply_cap = 4096, 48
+    observation = json.dumps({"tool": "read_file", "ok": True, "result": {"text": source * 4}})
+    context, reply_cap = 4096, 16
     with real_server(tmp_path / "small", server.ServerSettings(context_tokens=context)):
         provider = create(
             ProviderOptions(ledger_path=str(tmp_path / "l.sqlite3"), max_output_tokens=reply_cap)
@@ -165,7 +165,7 @@ def test_a_history_that_outgrows_a_small_context_is_fitted_not_refused(tmp_path:
             assert budget == context - reply_cap
             fitter = ContextFitter(budget_tokens=budget)
             history: list[Exchange] = []
-            for turn in range(7):
+            for turn in range(4):
                 request = ModelRequest(
                     system=SYSTEM_PROMPT, task=TASK, tools=tool_definitions(), history=history
                 )
