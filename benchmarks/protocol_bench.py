@@ -3,7 +3,8 @@
 ``python -m benchmarks.protocol_bench [--protocols P,...] [--tasks N] [--out DIR]``
 
 Runs HumanEvalFix tasks with ``--provider local`` once per protocol, through the real
-``eval`` command (controller, sandbox, ledger), and reads every run's trace: the model's
+controller (sandbox, ledger) with each task's eval configuration, cut at ``--turns``
+model turns, and reads every run's trace: the model's
 turns, the invalid outputs among them, and the shape of each invalid reply, so that a
 second spelling of a call can be judged by its numbers. Only the **even-numbered**
 HumanEvalFix tasks are used: they are the development split; the odd ones are kept
@@ -14,8 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
+import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from sandbox_agent.settings import PROJECT_ROOT
 
 PROTOCOLS = ("tools", "required", "json_schema", "text")
 DEFAULT_TASKS = 6
+DEFAULT_TURNS = 4
 DEFAULT_DATASET = Path("/work/shared/data/humanevalfix/humanevalpack-python.jsonl")
 
 
@@ -80,43 +83,46 @@ def read_trace(path: Path) -> dict[str, Any]:
     }
 
 
-def run_protocol(protocol: str, tasks: list[str], out: Path, dataset: Path) -> dict[str, Any]:
-    """One eval of ``tasks`` under ``protocol``; totals over its runs."""
-    results = out / protocol
-    command = [
-        str(PROJECT_ROOT / ".venv/bin/sandbox-agent"),
-        "eval",
-        "--suite",
-        "humanevalfix",
-        "--dataset",
-        str(dataset),
-        "--tasks",
-        ",".join(tasks),
-        "--provider",
-        "local",
-        "--tool-protocol",
-        protocol,
-        "--jobs",
-        "1",
-        "--results-dir",
-        str(results),
-    ]
-    subprocess.run(command, check=False, stdout=subprocess.DEVNULL)
-    report = json.loads((results / "report.json").read_text())
+def run_protocol(
+    protocol: str, tasks: list[str], out: Path, dataset: Path, turns: int
+) -> dict[str, Any]:
+    """``tasks`` under ``protocol``, each run cut at ``turns`` model turns (not at the
+    eval's wall clock: on a busy machine that would cut every run at its first turn)."""
+    from sandbox_agent.controller import run_task
+    from sandbox_agent.evals.executor import EvalOptions, build_config
+    from sandbox_agent.evals.suites import SuiteOptions, build_cases
+    from sandbox_agent.providers.base import ProviderOptions
+
     totals: dict[str, Any] = {"runs": 0, "passed": 0, "turns": 0, "invalid": 0, "denials": 0}
     shapes: Counter[str] = Counter()
     statuses: Counter[str] = Counter()
-    for run in report["runs"]:
-        seen = read_trace(Path(run["trace_path"]))
-        totals["runs"] += 1
-        totals["passed"] += int(run["passed"])
-        statuses[run["status"]] += 1
-        for key in ("turns", "invalid", "denials"):
-            totals[key] += seen[key]
-        shapes.update(seen["shapes"])
+    options = EvalOptions(
+        provider="local",
+        trace_dir=out / protocol,
+        provider_options=ProviderOptions(
+            tool_protocol=protocol,  # type: ignore[arg-type]
+            ledger_path=str(out / "ledger.sqlite3"),
+        ),
+    )
+    with tempfile.TemporaryDirectory(prefix="protocol-bench-") as scratch:
+        cases = build_cases(
+            "humanevalfix", SuiteOptions(task_ids=tasks, dataset=str(dataset)), Path(scratch)
+        )
+        for case in cases:
+            config = build_config(case, options, f"{protocol}-{case.task.id}-{time.time_ns()}")
+            budgets = config.budgets.model_copy(
+                update={"max_iterations": turns, "max_wall_seconds": 1800.0}
+            )
+            result = run_task(config.model_copy(update={"budgets": budgets}))
+            seen = read_trace(Path(result.trace_path))
+            totals["runs"] += 1
+            totals["passed"] += int(result.status == "SUCCEEDED")
+            statuses[result.status] += 1
+            for key in ("turns", "invalid", "denials"):
+                totals[key] += seen[key]
+            shapes.update(seen["shapes"])
     totals["statuses"] = dict(statuses)
     totals["shapes"] = dict(shapes)
-    totals["wall_seconds"] = report.get("wall_seconds")
     return totals
 
 
@@ -126,13 +132,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--tasks", type=int, default=DEFAULT_TASKS)
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "results" / "protocols")
     parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
+    parser.add_argument("--turns", type=int, default=DEFAULT_TURNS)
     args = parser.parse_args(argv)
     tasks = even_tasks(args.tasks)
     print("| protocol | runs | turns | invalid outputs | rate | denials | passed | statuses |")
     print("|---|---|---|---|---|---|---|---|")
     summary = {}
     for protocol in args.protocols.split(","):
-        totals = run_protocol(protocol, tasks, args.out, args.dataset)
+        totals = run_protocol(protocol, tasks, args.out, args.dataset, args.turns)
         summary[protocol] = totals
         rate = totals["invalid"] / totals["turns"] if totals["turns"] else 0.0
         print(
