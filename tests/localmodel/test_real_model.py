@@ -25,7 +25,13 @@ from sandbox_agent.ledger import Ledger
 from sandbox_agent.localmodel import pins, server
 from sandbox_agent.providers.base import ProviderOptions
 
-pytestmark = [pytest.mark.localmodel, pytest.mark.docker, pytest.mark.slow]
+# Minutes on a busy 2-core machine (prompts are processed at ~70 tokens/s when idle).
+pytestmark = [
+    pytest.mark.localmodel,
+    pytest.mark.docker,
+    pytest.mark.slow,
+    pytest.mark.timeout(900),
+]
 
 TERMINAL = {
     "SUCCEEDED",
