@@ -27,6 +27,7 @@ def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A cache holding the stand-in as the built server and a sparse file as the model."""
     monkeypatch.setenv("SANDBOX_AGENT_HOME", str(tmp_path / "state"))
     monkeypatch.setenv(paths.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.delenv(paths.SERVER_DIR_ENV, raising=False)
     options = build_options()
     folder = paths.builds_dir() / build_key(pins.SOURCE.sha256, options)
     folder.mkdir(parents=True)
