@@ -17,7 +17,7 @@ SOAK_RUNS := $(if $(filter command line environment,$(origin RUNS)),$(RUNS),5)
 export DOCKER_API_VERSION := 1.41
 
 .PHONY: help setup venv docker image image-online demo test test-soak check fmt bench stress browser \
-        adversarial-report live-smoke clean
+        adversarial-report live-smoke clean model
 
 help:
 	@echo "make demo    run the paginator demonstration end to end (sets everything up)"
@@ -27,6 +27,7 @@ help:
 	@echo "make image   build the runner image locally (debootstrap + docker import)"
 	@echo "make bench   benchmarks: ratios measured side by side"
 	@echo "make stress  sandbox lifecycle stress (RUNS=N)"
+	@echo "make model   build llama-server and fetch the local model (then: --provider local)"
 
 # uv itself: PyPI is reachable, so a missing uv is installed from there.
 $(UV):
@@ -52,6 +53,12 @@ image-online: venv docker
 
 setup: venv docker image
 
+# The local model: llama-server built from pinned source, the model fetched and verified
+# (docs/MODELS.md). About 5 minutes the first time on 2 cores; a few seconds once done.
+model: venv
+	@bash scripts/ensure-build-tools.sh
+	@$(PY) -m sandbox_agent.localmodel ensure
+
 demo: setup
 	@bash scripts/demo.sh
 
@@ -61,11 +68,11 @@ browser:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	fi
 
-test: setup browser
+test: setup browser model
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The whole suite RUNS times while LOAD busy loops keep the cores busy (issue 21).
-test-soak: setup browser
+test-soak: setup browser model
 	$(PY) scripts/soak.py --runs $(SOAK_RUNS) --load $(LOAD) --order $(ORDER) \
 		$(if $(SEED),--seed $(SEED)) -- $(PYTEST_ARGS)
 
@@ -78,7 +85,7 @@ fmt: venv
 	.venv/bin/ruff format src tests benchmarks scripts
 	.venv/bin/ruff check --fix src tests benchmarks scripts
 
-bench: setup
+bench: setup model
 	$(PY) -m benchmarks
 
 stress: setup

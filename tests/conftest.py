@@ -1,8 +1,11 @@
 """Suite-wide rules: Docker tests skip with a visible reason when no daemon or image is
-there, and fail instead when ``SANDBOX_AGENT_REQUIRE_DOCKER=1`` (CI).
+there, and fail instead when ``SANDBOX_AGENT_REQUIRE_DOCKER=1`` (CI). Local-model tests
+(``localmodel``) do the same when ``make model`` has not built the server and fetched
+the model: skipped with the reason, failed when ``SANDBOX_AGENT_REQUIRE_DOCKER=1`` or
+``SANDBOX_AGENT_REQUIRE_LOCALMODEL=1`` (CI must prove the real model, not skip it).
 
-Skipped Docker tests are also listed in ``$SANDBOX_AGENT_SKIP_LOG`` when it is set, so
-``.ci/run`` can refuse a run that skipped any of them.
+Skipped Docker and local-model tests are also listed in ``$SANDBOX_AGENT_SKIP_LOG`` when
+it is set, so ``.ci/run`` can refuse a run that skipped any of them.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pathlib import Path
 import pytest
 
 REQUIRE_DOCKER_ENV = "SANDBOX_AGENT_REQUIRE_DOCKER"
+REQUIRE_LOCALMODEL_ENV = "SANDBOX_AGENT_REQUIRE_LOCALMODEL"
 SKIP_LOG_ENV = "SANDBOX_AGENT_SKIP_LOG"
 
 
@@ -58,6 +62,27 @@ def docker_problem() -> str | None:
 
 
 @functools.cache
+def localmodel_problem() -> str | None:
+    """Why local-model tests cannot run here, or None when ``make model`` is done."""
+    from sandbox_agent.errors import SetupError
+    from sandbox_agent.localmodel import paths
+    from sandbox_agent.localmodel.build import build_options, find_build
+    from sandbox_agent.localmodel.fetch import check_model
+
+    if find_build(paths.builds_dir(), build_options()) is None:
+        return f"llama-server is not built in {paths.builds_dir()}: run 'make model'"
+    try:
+        check_model(paths.model_path())
+    except SetupError as error:
+        return str(error)
+    return None
+
+
+def localmodel_required() -> bool:
+    return docker_required() or os.environ.get(REQUIRE_LOCALMODEL_ENV) == "1"
+
+
+@functools.cache
 def runsc_problem() -> str | None:
     import docker
 
@@ -70,6 +95,10 @@ def runsc_problem() -> str | None:
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("localmodel") and (missing := localmodel_problem()) is not None:
+        if localmodel_required():
+            pytest.fail(f"the local model is required here: {missing}", pytrace=False)
+        pytest.skip(f"local-model test skipped: {missing}")
     problem: str | None = None
     if item.get_closest_marker("docker") or item.get_closest_marker("runsc"):
         problem = docker_problem()
@@ -88,7 +117,11 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     log = os.environ.get(SKIP_LOG_ENV)
-    is_docker = item.get_closest_marker("docker") or item.get_closest_marker("runsc")
+    is_docker = (
+        item.get_closest_marker("docker")
+        or item.get_closest_marker("runsc")
+        or item.get_closest_marker("localmodel")
+    )
     # An xfail is reported as skipped too; it ran, so it is not a skipped Docker test.
     if log and is_docker and report.skipped and not hasattr(report, "wasxfail"):
         with Path(log).open("a", encoding="utf-8") as handle:

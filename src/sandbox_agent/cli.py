@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "stress": "sandbox_agent.commands.stress",
     "verify": "sandbox_agent.commands.verify",
     "ledger": "sandbox_agent.commands.ledger",
+    "model": "sandbox_agent.commands.model",
 }
 
 

@@ -16,7 +16,8 @@ as if they were command output::
         ├── WorkspaceError         the private copy could not be made or read safely
         ├── SandboxError           a sandbox run could not be verified or carried out
         │   └── DockerUnavailable  the daemon does not answer
-        └── EvidenceError          a run's recorded evidence does not verify
+        ├── EvidenceError          a run's recorded evidence does not verify
+        └── ModelServerGone        the local model server died during a run
 """
 
 from __future__ import annotations
@@ -87,3 +88,15 @@ class DockerUnavailable(SandboxError):
 
 class EvidenceError(InfrastructureError):
     """A run's recorded evidence does not verify."""
+
+
+class ModelServerGone(InfrastructureError):
+    """The local model server died during a run.
+
+    Attributes:
+        diagnostics: bounded facts for the trace: its pid, log file and last log lines.
+    """
+
+    def __init__(self, message: str, *, diagnostics: dict[str, object]) -> None:
+        super().__init__(message)
+        self.diagnostics = diagnostics

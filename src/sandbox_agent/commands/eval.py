@@ -23,8 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of DESIGN section 6, plus where results go and the control run."""
     from sandbox_agent.evals.executor import DEFAULT_JOBS, DEFAULT_REPEATS
 
-    parser.add_argument("--provider", default=DEFAULT_PROVIDER, help="provider name (scripted)")
-    parser.add_argument("--model", default=None, help="model name, for real providers")
+    parser.add_argument(
+        "--provider", default=DEFAULT_PROVIDER, help="provider name (scripted; local: --jobs 1)"
+    )
     parser.add_argument(
         "--repeats",
         type=_positive,
@@ -58,6 +59,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--runtime", choices=("runc", "runsc"), default="runc")
     parser.add_argument("--fixtures-dir", default=None, help="the project's fixtures folder")
+    from sandbox_agent.commands.realmodel import add_real_model_arguments
+
+    add_real_model_arguments(parser)
     parser.add_argument(
         "--dataset",
         default=None,
@@ -93,6 +97,9 @@ def run(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
+    from pydantic import ValidationError
+
+    from sandbox_agent.commands.realmodel import provider_options_from
     from sandbox_agent.controller import run_task
     from sandbox_agent.errors import UsageError
     from sandbox_agent.evals.executor import EvalOptions, run_all
@@ -108,9 +115,15 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--tasks is empty; give comma-separated task ids")
     started_at = dt.datetime.now(dt.UTC)
     results = Path(args.results_dir) if args.results_dir else default_results_dir(started_at)
+    try:
+        real = provider_options_from(args, plan_path=None)
+    except ValidationError as error:
+        first = error.errors(include_url=False)[0]
+        raise UsageError(f"bad value for {first['loc'][0]}: {first['msg']}") from None
     options = EvalOptions(
         provider=args.provider,
         model=args.model,
+        provider_options=real,
         runtime=args.runtime,
         repeats=args.repeats,
         jobs=args.jobs,

@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--provider",
         default="scripted",
-        help="scripted|injection|mock-adversarial|anthropic|openai (default scripted)",
+        help="scripted|injection|mock-adversarial|anthropic|openai|local (default scripted)",
     )
     parser.add_argument("--plan", metavar="FILE", help="scripted: a plan file (DESIGN.md 6)")
     parser.add_argument("--runtime", choices=("runc", "runsc"), default="runc")
@@ -62,23 +62,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from sandbox_agent.sandbox.limits_cli import add_limit_arguments
 
     add_limit_arguments(parser)  # --test-timeout, --output-budget and the other limits
-    real = parser.add_argument_group("real models")
-    real.add_argument("--model", help="the model name")
-    real.add_argument("--base-url", help="openai: an OpenAI-compatible endpoint")
-    real.add_argument("--max-cost-usd", type=float, metavar="X", help="spend cap of this run")
-    real.add_argument(
-        "--experiment-budget-usd", type=float, metavar="X", help="spend cap of the experiment"
-    )
-    real.add_argument("--price-per-mtok-in", type=float, metavar="X", help="USD per 1M tokens in")
-    real.add_argument("--price-per-mtok-out", type=float, metavar="X", help="USD per 1M out")
-    real.add_argument("--ledger", metavar="PATH", help="the spend ledger (SQLite)")
-    real.add_argument(
-        "--max-calls", type=int, metavar="N", help="model requests of this run, retries included"
-    )
-    real.add_argument("--max-tokens", type=int, metavar="N", help="tokens of this run (in + out)")
-    real.add_argument(
-        "--experiment", default="default", metavar="NAME", help="ledger experiment to charge"
-    )
+    from sandbox_agent.commands.realmodel import add_real_model_arguments
+
+    add_real_model_arguments(parser)
 
 
 def build_config(args: argparse.Namespace) -> RunConfig:
@@ -89,9 +75,9 @@ def build_config(args: argparse.Namespace) -> RunConfig:
     """
     from pydantic import ValidationError
 
+    from sandbox_agent.commands.realmodel import provider_options_from
     from sandbox_agent.controller.models import Budgets, RunConfig
     from sandbox_agent.errors import UsageError
-    from sandbox_agent.providers.base import ProviderOptions
     from sandbox_agent.sandbox.limits_cli import limits_from_args
 
     given = {dest: getattr(args, dest) for _, dest, _, _ in BUDGET_FLAGS}
@@ -102,19 +88,7 @@ def build_config(args: argparse.Namespace) -> RunConfig:
             fixtures_dir=args.fixtures_dir,
             repo=args.repo,
             provider=args.provider,
-            provider_options=ProviderOptions(
-                plan_path=args.plan,
-                model=args.model,
-                base_url=args.base_url,
-                max_cost_usd=args.max_cost_usd,
-                experiment_budget_usd=args.experiment_budget_usd,
-                price_per_mtok_in=args.price_per_mtok_in,
-                price_per_mtok_out=args.price_per_mtok_out,
-                ledger_path=args.ledger,
-                max_calls=args.max_calls,
-                max_tokens=args.max_tokens,
-                experiment=args.experiment,
-            ),
+            provider_options=provider_options_from(args, plan_path=args.plan),
             runtime=args.runtime,
             runner=args.runner,
             budgets=Budgets(**{k: v for k, v in given.items() if v is not None}),

@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sandbox_agent.controller import records
+from sandbox_agent.controller.context import ContextFitter
 from sandbox_agent.controller.models import BudgetUsed, RunConfig, RunResult, ToolCallRecord
 from sandbox_agent.controller.parse import claimed_tool, denial_kind, parse_turn
 from sandbox_agent.controller.status import LoopEnd
-from sandbox_agent.errors import BudgetExhausted, InfrastructureError, ToolDenied
-from sandbox_agent.providers.base import Exchange, ModelRequest, Provider
+from sandbox_agent.errors import BudgetExhausted, InfrastructureError, ModelServerGone, ToolDenied
+from sandbox_agent.providers.base import Exchange, KnowsItsContext, ModelRequest, Provider
 from sandbox_agent.sandbox.base import CancelToken, SandboxBackend
 from sandbox_agent.trace import TraceWriter, summarise_exception
 
@@ -119,6 +120,7 @@ def agent_loop(
 
     allowed = frozenset(config.allowed_tools)
     tools = tool_definitions(config.allowed_tools)
+    fitter = _context_fitter(provider)
     while True:
         if (stop := check_budgets(config, state, cancel)) is not None:
             return stop
@@ -129,20 +131,17 @@ def agent_loop(
             history=state.history,
             deadline=cancel.deadline,
         )
+        if fitter is not None:
+            request = _fit(fitter, request, trace)
         began = time.monotonic()
         try:
             reply = provider.complete(request)
         except BudgetExhausted as error:
             return LoopStop("budget_exhausted", str(error))
         except InfrastructureError as error:
-            trace.emit("provider_error", error=summarise_exception(error))
-            # A provider gives up at the run's deadline: that is the wall clock, not a failure.
-            if (stop := check_budgets(config, state, cancel)) is not None and stop.end in (
-                "cancelled",
-                "timeout",
-            ):
-                return stop
-            return LoopStop("provider_error", f"the provider failed: {type(error).__name__}")
+            return _provider_failed(error, config, state, trace, cancel)
+        if fitter is not None:
+            fitter.observe(request, reply.usage.input_tokens)
         used = state.used
         used.iterations += 1
         used.input_tokens += reply.usage.input_tokens
@@ -160,6 +159,7 @@ def agent_loop(
             usage=reply.usage.model_dump(),
             notes=list(reply.notes),
             budgets=used.model_dump(),
+            **({"timings": reply.timings} if reply.timings else {}),
         )
         try:
             call = parse_turn(reply.text, allowed)
@@ -197,6 +197,51 @@ def agent_loop(
         )
         observation = records.observation(outcome)
         state.history = [*state.history, Exchange(reply=reply.text, observation=observation)]
+
+
+def _provider_failed(
+    error: InfrastructureError,
+    config: RunConfig,
+    state: LoopState,
+    trace: TraceWriter,
+    cancel: CancelToken,
+) -> LoopStop:
+    """Record a provider's failure; the loop's end it makes."""
+    diagnostics = error.diagnostics if isinstance(error, ModelServerGone) else None
+    trace.emit(
+        "provider_error",
+        error=summarise_exception(error),
+        **({"diagnostics": diagnostics} if diagnostics else {}),
+    )
+    # A provider gives up at the run's deadline: that is the wall clock, not a failure.
+    if (stop := check_budgets(config, state, cancel)) is not None and stop.end in (
+        "cancelled",
+        "timeout",
+    ):
+        return stop
+    return LoopStop("provider_error", f"the provider failed: {type(error).__name__}")
+
+
+def _context_fitter(provider: Provider) -> ContextFitter | None:
+    """A fitter for a provider that knows its context window; None for the others."""
+    if not isinstance(provider, KnowsItsContext):
+        return None
+    budget = provider.prompt_token_budget()
+    return None if budget is None else ContextFitter(budget_tokens=budget)
+
+
+def _fit(fitter: ContextFitter, request: ModelRequest, trace: TraceWriter) -> ModelRequest:
+    """``request`` fitted to the context; a trace event whenever more was elided or cut."""
+    before = (fitter.elided, len(fitter.events))
+    fitted = fitter.fit(request)
+    if (fitter.elided, len(fitter.events)) != before:
+        trace.emit(
+            "context_fitted",
+            elided_observations=fitter.elided,
+            estimated_prompt_tokens=fitter.estimate(fitted),
+            budget_tokens=fitter.budget_tokens,
+        )
+    return fitted
 
 
 def _count_refusal(state: LoopState, trace: TraceWriter, refusal: ToolDenied, tool: str) -> None:

@@ -23,6 +23,8 @@ MAX_RAW_OUTPUT_CHARS = 8 * 1024 * 1024
 OUTPUT_NOT_JSON = "output.not_json"
 OUTPUT_NOT_A_CALL = "output.not_a_call"
 OUTPUT_TOO_LARGE = "output.too_large"
+CALL_EXAMPLE = '{"tool": "read_file", "args": {"path": "README.md"}}'
+"""Shown after an invalid output: the exact shape, as a complete call."""
 
 DenialKind = Literal["invalid_output", "policy", "tool_error"]
 
@@ -98,11 +100,16 @@ def parse_turn(text: str, allowed: frozenset[str]) -> ToolCall:
         data = json.loads(_strip_fence(text), object_pairs_hook=_unique_keys)
     except (json.JSONDecodeError, RecursionError):
         raise ToolDenied(
-            OUTPUT_NOT_JSON, 'reply with exactly one JSON object: {"tool": NAME, "args": {...}}'
+            OUTPUT_NOT_JSON,
+            'reply with exactly one JSON object {"tool": NAME, "args": {...}} and nothing '
+            f"else, for example {CALL_EXAMPLE}",
         ) from None
     if not isinstance(data, dict) or set(data) - {"tool", "args"} or "tool" not in data:
+        hint = ' (not "name" and "arguments")' if isinstance(data, dict) and "name" in data else ""
         raise ToolDenied(
-            OUTPUT_NOT_A_CALL, 'the object must have "tool" (a string) and "args" (an object) only'
+            OUTPUT_NOT_A_CALL,
+            f'the object must have exactly the keys "tool" (a string) and "args" (an object)'
+            f"{hint}, for example {CALL_EXAMPLE}",
         )
     name, args = data["tool"], data.get("args", {})
     if not isinstance(name, str):

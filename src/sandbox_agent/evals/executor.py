@@ -62,6 +62,9 @@ class EvalOptions(BaseModel):
     jobs: int = Field(DEFAULT_JOBS, ge=1, le=MAX_JOBS)
     trace_dir: Path | None = None
     """Parent of every run's trace folder (``<results>/traces`` from the command)."""
+    provider_options: ProviderOptions = ProviderOptions()
+    """The real-model flags (base URL, prices, caps, ledger, tool protocol) of every run;
+    the plan, run id and model are set per run."""
 
 
 def build_config(case: EvalCase, options: EvalOptions, run_id: str) -> RunConfig:
@@ -74,11 +77,13 @@ def build_config(case: EvalCase, options: EvalOptions, run_id: str) -> RunConfig
         fixtures_dir=case.fixtures_dir,
         repo=case.repo,
         provider=options.provider,
-        provider_options=ProviderOptions(
-            plan_path=plan if options.provider == "scripted" else None,
-            reference_plan_path=plan,
-            run_id=run_id,
-            model=options.model,
+        provider_options=options.provider_options.model_copy(
+            update={
+                "plan_path": plan if options.provider == "scripted" else None,
+                "reference_plan_path": plan,
+                "run_id": run_id,
+                "model": options.model,
+            }
         ),
         runtime=options.runtime,
         budgets=Budgets(

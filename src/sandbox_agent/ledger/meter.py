@@ -18,7 +18,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Generic, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from sandbox_agent.errors import InfrastructureError, UsageError
 from sandbox_agent.ledger.prices import Price, cost_micros
@@ -71,9 +71,11 @@ class Answer(NamedTuple):
     notes: tuple[str, ...]
     usage: TokenCounts | None
     model: str
+    timings: dict[str, float] | None = None
+    """The server's own per-request figures, when it reports them (llama-server)."""
 
 
-def read_answer(read: Callable[[], tuple[str, tuple[str, ...], TokenCounts | None, str]]) -> Answer:
+def read_answer(read: Callable[[], tuple[Any, ...]]) -> Answer:
     """Run ``read`` over an SDK object; a shape it lacks becomes ``UnreadableAnswer``.
 
     The SDKs build response objects without validating them, so a broken or hostile

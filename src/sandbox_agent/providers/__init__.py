@@ -18,6 +18,7 @@ PROVIDERS: dict[str, str] = {
     "mock-adversarial": "sandbox_agent.providers.adversarial:create",
     "anthropic": "sandbox_agent.providers.anthropic:create",
     "openai": "sandbox_agent.providers.openai_compat:create",
+    "local": "sandbox_agent.providers.local:create",
 }
 SIMULATED_PROVIDERS = frozenset({"scripted", "injection", "mock-adversarial"})
 

@@ -7,7 +7,7 @@ The raw form is one JSON object per turn: ``{"tool": NAME, "args": {...}}``.
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -58,6 +58,9 @@ class ModelReply(BaseModel):
     model: str = ""
     notes: tuple[str, ...] = ()
     """What the adapter noticed without acting on it (a refusal, extra tool calls dropped)."""
+    timings: dict[str, float] | None = None
+    """The server's own figures for this request, when it reports them (llama-server:
+    ``prompt_n``, ``prompt_ms``, ``predicted_n``, ``predicted_ms``, ``cache_n``)."""
 
 
 class Provider(Protocol):
@@ -76,6 +79,17 @@ class Provider(Protocol):
 
     def close(self) -> None:
         """Release connections; the controller calls it once, when the run ends."""
+        ...
+
+
+@runtime_checkable
+class KnowsItsContext(Protocol):
+    """A provider that knows its model's context window, so the controller can keep the
+    transcript within it (``controller.context``)."""
+
+    def prompt_token_budget(self) -> int | None:
+        """Tokens the prompt may take: the context window less the reply's cap; None if
+        unknown."""
         ...
 
 
@@ -115,3 +129,6 @@ class ProviderOptions(BaseModel):
     """Real providers: requests per run, retries included (a default when None)."""
     max_tokens: int | None = None
     """Real providers: input plus output tokens per run (a default when None)."""
+    tool_protocol: Literal["tools", "required", "json_schema", "text"] | None = None
+    """``openai`` and ``local``: how a tool call is asked for (``providers.chat_protocol``);
+    None: the provider's default."""

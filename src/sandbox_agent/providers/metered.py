@@ -89,5 +89,9 @@ def _reply_from(metered: Metered[Answer], model: str) -> ModelReply:
     if metered.attempts > 1:
         notes += (f"sent {metered.attempts} times (retries)",)
     return ModelReply(
-        text=answer.text, usage=metered.usage, model=answer.model or model, notes=notes
+        text=answer.text,
+        usage=metered.usage,
+        model=answer.model or model,
+        notes=notes,
+        timings=answer.timings,
     )

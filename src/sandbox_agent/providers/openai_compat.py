@@ -10,6 +10,7 @@ as-is, for the controller to count as an invalid output.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import openai
@@ -28,6 +29,12 @@ from sandbox_agent.ledger.meter import (
     unreadable_answer,
 )
 from sandbox_agent.providers.base import ModelReply, ModelRequest, Provider, ProviderOptions
+from sandbox_agent.providers.chat_protocol import (
+    NATIVE,
+    ToolProtocol,
+    build_messages,
+    protocol_params,
+)
 from sandbox_agent.providers.gate import KEY_ENV
 from sandbox_agent.providers.http import (
     BoundedTransport,
@@ -39,44 +46,17 @@ from sandbox_agent.providers.metered import (
     open_meter,
     send_metered,
 )
-from sandbox_agent.providers.tooldefs import (
-    openai_tools,
-    past_call,
-    raw_tool_call,
-    tool_definitions,
-)
+from sandbox_agent.providers.tooldefs import raw_tool_call, tool_definitions
 
-EMPTY_REPLY_PLACEHOLDER = "(no output)"
+TIMING_FIELDS = ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "cache_n")
+"""llama-server's per-request ``timings`` kept for the trace and ``make bench``."""
 
 
-def build_messages(request: ModelRequest, offered: set[str]) -> list[dict[str, Any]]:
-    """System prompt, task and transcript as chat messages (tool_calls / tool pairs)."""
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": request.system},
-        {"role": "user", "content": request.task},
-    ]
-    for turn, exchange in enumerate(request.history):
-        call = past_call(exchange.reply, offered)
-        if call is None:
-            text = exchange.reply or EMPTY_REPLY_PLACEHOLDER
-            messages.append({"role": "assistant", "content": text})
-            messages.append({"role": "user", "content": exchange.observation})
-            continue
-        call_id = f"call_sa{turn:04d}"
-        function = {"name": call.name, "arguments": json.dumps(call.args, ensure_ascii=False)}
-        messages.append(
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [{"id": call_id, "type": "function", "function": function}],
-            }
-        )
-        messages.append({"role": "tool", "tool_call_id": call_id, "content": exchange.observation})
-    return messages
+def reply_text(completion: ChatCompletion, *, native: bool = True) -> tuple[str, tuple[str, ...]]:
+    """The raw output for the controller, and notes on what was seen but not passed on.
 
-
-def reply_text(completion: ChatCompletion) -> tuple[str, tuple[str, ...]]:
-    """The raw output for the controller, and notes on what was seen but not passed on."""
+    ``native``: tool calls were offered natively, so a text answer is noted as "no tool call".
+    """
     if not completion.choices:
         return "", ("no choices returned",)
     message = completion.choices[0].message
@@ -84,7 +64,7 @@ def reply_text(completion: ChatCompletion) -> tuple[str, tuple[str, ...]]:
         return message.refusal, ("refusal",)
     calls = [call for call in message.tool_calls or [] if call.type == "function"]
     if not calls:
-        return message.content or "", ("no tool call",)
+        return message.content or "", ("no tool call",) if native else ()
     notes = (
         (f"{len(calls)} tool calls returned; only the first was kept",) if len(calls) > 1 else ()
     )
@@ -110,6 +90,11 @@ def classify(error: Exception) -> Failure | None:
     return None
 
 
+def default_classify(error: Exception) -> Failure | None:
+    """This client's bounds first, then the SDK's errors."""
+    return bounded_failure(error) or classify(error)
+
+
 def usage_of(completion: ChatCompletion) -> TokenCounts | None:
     """The tokens the server reported; None (settled at the reserved worst case) without them."""
     if completion.usage is None:
@@ -117,10 +102,29 @@ def usage_of(completion: ChatCompletion) -> TokenCounts | None:
     return token_counts(completion.usage.prompt_tokens, completion.usage.completion_tokens)
 
 
-def read(completion: ChatCompletion) -> Answer:
+def server_timings(completion: ChatCompletion) -> dict[str, float] | None:
+    """llama-server's ``timings`` (prompt and generated tokens and times, cache reuse), if any."""
+    extra = completion.model_extra or {}
+    timings = extra.get("timings")
+    if not isinstance(timings, dict):
+        return None
+    kept = {
+        name: float(timings[name])
+        for name in TIMING_FIELDS
+        if type(timings.get(name)) in (int, float)
+    }
+    return kept or None
+
+
+def read(completion: ChatCompletion, *, native: bool = True) -> Answer:
     """Everything the provider needs from one answer, or ``UnreadableAnswer``."""
     return read_answer(
-        lambda: (*reply_text(completion), usage_of(completion), str(completion.model or ""))
+        lambda: (
+            *reply_text(completion, native=native),
+            usage_of(completion),
+            str(completion.model or ""),
+            server_timings(completion),
+        )
     )
 
 
@@ -138,6 +142,9 @@ class OpenAICompatProvider(Provider):
         meter: Meter,
         max_output_tokens: int,
         official: bool,
+        protocol: ToolProtocol | None = None,
+        sampling: dict[str, Any] | None = None,
+        classify: Callable[[Exception], Failure | None] | None = None,
     ) -> None:
         self._client = client
         self._transport = transport or BoundedTransport()
@@ -145,6 +152,9 @@ class OpenAICompatProvider(Provider):
         self._meter = meter
         self._max_output_tokens = max_output_tokens
         self._official = official
+        self._protocol: ToolProtocol = protocol or ("required" if official else "tools")
+        self._sampling = dict(sampling or {})
+        self._classify = classify or default_classify
 
     @override
     def close(self) -> None:
@@ -160,16 +170,16 @@ class OpenAICompatProvider(Provider):
             InfrastructureError: the API could not be reached or refused, after retries.
         """
         tools = request.tools or tool_definitions()
-        offered = {str(tool["name"]) for tool in tools}
+        native = self._protocol in NATIVE
         params: dict[str, Any] = {
             "model": self._model,
-            "messages": build_messages(request, offered),
-            "tools": openai_tools(tools),
+            "messages": build_messages(request, self._protocol, tools),
             "stream": False,
+            **protocol_params(self._protocol, tools),
+            **self._sampling,
         }
         if self._official:
             params["max_completion_tokens"] = self._max_output_tokens
-            params["tool_choice"] = "required"
             params["parallel_tool_calls"] = False
         else:
             # Local servers differ in what they accept: only the oldest, widest-known fields.
@@ -177,11 +187,11 @@ class OpenAICompatProvider(Provider):
         self._transport.run_deadline = request.deadline
         return send_metered(
             self._meter,
-            lambda: read(self._client.chat.completions.create(**params)),
+            lambda: read(self._client.chat.completions.create(**params), native=native),
             params,
             model=self._model,
             max_output_tokens=self._max_output_tokens,
-            classify=lambda error: bounded_failure(error) or classify(error),
+            classify=self._classify,
             deadline=request.deadline,
         )
 
@@ -214,4 +224,5 @@ def create(options: ProviderOptions) -> Provider:
         meter=meter,
         max_output_tokens=options.max_output_tokens,
         official=options.base_url is None,
+        protocol=options.tool_protocol,
     )

@@ -23,7 +23,11 @@ TOOL_PURPOSES: dict[ToolName, str] = {
         "Edit files: each edit replaces the one occurrence of `old` with `new` in `path`; "
         '`old: ""` creates a new file. All edits apply or none do.'
     ),
-    "run_tests": "Run the repository's tests in a sandbox, optionally one test selector.",
+    "run_tests": (
+        "Run the repository's tests in a sandbox. Leave out `selector` to run them all; "
+        "a selector is one test id, e.g. `tests.test_core.CoreTest.test_first` or "
+        "`tests/test_core.py::test_first`."
+    ),
     "finish": "End the task with a summary of what was done.",
 }
 

@@ -1,0 +1,65 @@
+"""The real-model flags ``run`` and ``eval`` share (DESIGN.md section 6), parsed once."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sandbox_agent.providers.base import ProviderOptions
+
+TOOL_PROTOCOLS = ("tools", "required", "json_schema", "text")
+"""Kept literal so that building the parser imports nothing heavy (``chat_protocol``)."""
+
+
+def add_real_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--model``, ``--base-url``, prices, cost caps, ledger and request budgets."""
+    real = parser.add_argument_group("real models")
+    real.add_argument("--model", help="the model name")
+    real.add_argument(
+        "--base-url", help="openai or anthropic: the API's address (a local server's too)"
+    )
+    real.add_argument("--max-cost-usd", type=float, metavar="X", help="spend cap of this run")
+    real.add_argument(
+        "--experiment-budget-usd", type=float, metavar="X", help="spend cap of the experiment"
+    )
+    real.add_argument("--price-per-mtok-in", type=float, metavar="X", help="USD per 1M tokens in")
+    real.add_argument("--price-per-mtok-out", type=float, metavar="X", help="USD per 1M out")
+    real.add_argument("--ledger", metavar="PATH", help="the spend ledger (SQLite)")
+    real.add_argument(
+        "--max-calls", type=int, metavar="N", help="model requests of this run, retries included"
+    )
+    real.add_argument("--max-tokens", type=int, metavar="N", help="tokens of this run (in + out)")
+    real.add_argument(
+        "--experiment", default="default", metavar="NAME", help="ledger experiment to charge"
+    )
+    real.add_argument(
+        "--tool-protocol",
+        choices=TOOL_PROTOCOLS,
+        help="openai and local: how a tool call is asked for (default: required for the "
+        "official API and local, tools for other servers; docs/MODELS.md)",
+    )
+
+
+def provider_options_from(args: argparse.Namespace, *, plan_path: str | None) -> ProviderOptions:
+    """The ``ProviderOptions`` of these flags.
+
+    Raises:
+        pydantic.ValidationError: a value the contract refuses.
+    """
+    from sandbox_agent.providers.base import ProviderOptions
+
+    return ProviderOptions(
+        plan_path=plan_path,
+        model=args.model,
+        base_url=args.base_url,
+        max_cost_usd=args.max_cost_usd,
+        experiment_budget_usd=args.experiment_budget_usd,
+        price_per_mtok_in=args.price_per_mtok_in,
+        price_per_mtok_out=args.price_per_mtok_out,
+        ledger_path=args.ledger,
+        max_calls=args.max_calls,
+        max_tokens=args.max_tokens,
+        experiment=args.experiment,
+        tool_protocol=args.tool_protocol,
+    )

@@ -1,0 +1,145 @@
+"""The server process: started detached, recognised by its command line, stopped as a group.
+
+The server is started through a tiny launcher process that starts it in a new session
+and exits at once, so the server is nobody's child here: it outlives the command that
+started it (it stays warm for the next run), and no zombie is left when it dies under
+a long-lived ``serve``. It gets an empty environment: ``llama-server`` reads
+``LLAMA_ARG_*`` variables, and one such as ``LLAMA_ARG_HOST`` or ``LLAMA_ARG_TOOLS``
+in the caller's environment would change what it exposes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+LOOPBACK = "127.0.0.1"
+HEALTH_POLL_SECONDS = 0.25
+STOP_GRACE_SECONDS = 10.0
+LOG_TAIL_LINES = 5
+
+_LAUNCHER = """
+import subprocess, sys
+argv, log = sys.argv[2:], sys.argv[1]
+with open(log, "ab") as out:
+    child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                             env={}, start_new_session=True, close_fds=True)
+print(child.pid)
+"""
+
+
+def spawn_detached(argv: Sequence[str], log: Path) -> int:
+    """Start ``argv`` in its own session, output appended to ``log``; its pid.
+
+    Raises:
+        OSError: the launcher could not start the program.
+    """
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(log), *argv],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        env={},
+    )
+    if done.returncode != 0 or not done.stdout.strip().isdigit():
+        raise OSError(errno.ENOEXEC, (done.stderr.strip().splitlines() or ["launch failed"])[-1])
+    return int(done.stdout.strip())
+
+
+def command_line(pid: int) -> list[str] | None:
+    """The argv of a live process, None when it is gone (or a zombie)."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    if not raw:
+        return None
+    return [part.decode(errors="replace") for part in raw.rstrip(b"\0").split(b"\0")]
+
+
+def is_running(pid: int, binary: Path, key_file: Path) -> bool:
+    """Whether ``pid`` is still our server: that binary (first, or second after the
+    interpreter of a script), with that key file. A reused pid that belongs to another
+    program is not ours, and is never signalled."""
+    argv = command_line(pid)
+    return argv is not None and str(binary) in argv[:2] and str(key_file) in argv
+
+
+def stop_group(pid: int, *, grace: float = STOP_GRACE_SECONDS) -> None:
+    """SIGTERM the server's process group, then SIGKILL it after ``grace`` seconds."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, sig)
+        ends = time.monotonic() + wait
+        while time.monotonic() < ends:
+            if command_line(pid) is None:
+                return
+            time.sleep(0.05)
+
+
+def free_port() -> int:
+    """A TCP port free on loopback right now (the server binds it a moment later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((LOOPBACK, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def port_in_use(port: int) -> bool:
+    """Whether something already listens on (or holds) ``LOOPBACK:port``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((LOOPBACK, port))
+        except OSError:
+            return True
+    return False
+
+
+def health(base: str, *, timeout: float = 2.0) -> str:
+    """``ok``, ``loading`` (503 while the model loads), or ``down``."""
+    url = f"{base}/health"  # a loopback URL built here, never taken from input
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as answer:  # noqa: S310
+            body = json.loads(answer.read(4096) or b"{}")
+    except urllib.error.HTTPError as error:
+        error.close()
+        return "loading" if error.code == 503 else "down"
+    except (urllib.error.URLError, OSError, ValueError):
+        return "down"
+    return "ok" if isinstance(body, dict) and body.get("status") == "ok" else "down"
+
+
+def wait_healthy(base: str, alive: Callable[[], bool], deadline: float) -> str:
+    """Poll ``/health`` until ``ok``: ``exited`` if the process dies, else ``timeout``."""
+    while time.monotonic() < deadline:
+        if not alive():
+            return "exited"
+        if health(base) == "ok":
+            return "ok"
+        time.sleep(HEALTH_POLL_SECONDS)
+    return "timeout"
+
+
+def log_tail(log: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
+    """The last non-empty lines of the server's log, each cut to 300 characters."""
+    try:
+        with log.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 16384))
+            text = handle.read().decode(errors="replace")
+    except OSError:
+        return []
+    kept = [line.strip()[:300] for line in text.splitlines() if line.strip()]
+    return kept[-lines:]

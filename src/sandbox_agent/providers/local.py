@@ -1,0 +1,130 @@
+"""The ``local`` provider: the OpenAI-compatible provider against this project's own server.
+
+The server (``sandbox_agent.localmodel``) is started on demand and left running for the
+next run. It listens on loopback with a generated key, so this provider needs no opt-in
+gate, no key in the environment and no prices: it spends nothing and reaches no
+network. Requests still go through the ledger at price 0, so the call and token
+budgets hold as for any real model. Sampling is greedy (temperature 0, a fixed seed).
+
+When the server dies mid-run, the request fails without the usual retries and the run
+ends with a provider error whose diagnostics hold the server's last log lines.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import openai
+from typing_extensions import override
+
+from sandbox_agent.errors import InfrastructureError, ModelServerGone
+from sandbox_agent.ledger.meter import Failure, Meter, limits_from_options
+from sandbox_agent.ledger.prices import Price
+from sandbox_agent.ledger.store import Ledger
+from sandbox_agent.localmodel import pins, process, server
+from sandbox_agent.providers.base import ModelReply, ModelRequest, Provider, ProviderOptions
+from sandbox_agent.providers.chat_protocol import ToolProtocol
+from sandbox_agent.providers.http import BoundedTransport, bounded_client
+from sandbox_agent.providers.metered import DEFAULT_REQUEST_TIMEOUT_SECONDS
+from sandbox_agent.providers.openai_compat import OpenAICompatProvider, default_classify
+
+DEFAULT_PROTOCOL: ToolProtocol = "json_schema"
+"""Measured best with the local model (docs/MODELS.md, "Which protocol")."""
+DEFAULT_SEED = 1234
+DEFAULT_MAX_OUTPUT_TOKENS = 512
+"""A tool call is a few dozen tokens, a patch a few hundred; at ~14 tokens/s a longer
+reply is mostly a model that lost its way."""
+REQUEST_TIMEOUT_SECONDS = 300.0
+"""One request: a first turn of a long prompt on 2 cores takes tens of seconds."""
+
+
+class LocalProvider(OpenAICompatProvider, Provider):
+    """``OpenAICompatProvider`` bound to the local server, aware of its context window."""
+
+    name = "local"
+
+    def __init__(self, *, record: server.ServerRecord, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._record = record
+
+    def prompt_token_budget(self) -> int | None:
+        """The server's context window (``model start --context-tokens``) less the reply cap."""
+        return self._record.context_tokens - self._max_output_tokens
+
+    @override
+    def complete(self, request: ModelRequest) -> ModelReply:
+        """Return the next turn.
+
+        Raises:
+            BudgetExhausted: a call or token budget would be exceeded by this request.
+            ModelServerGone: the server process died; its last log lines are attached.
+            InfrastructureError: the server failed the request, after retries.
+        """
+        try:
+            return super().complete(request)
+        except InfrastructureError:
+            if server.alive(self._record):
+                raise
+            raise ModelServerGone(
+                "the local model server exited during the run",
+                diagnostics={
+                    "server_pid": self._record.pid,
+                    "log_file": self._record.log_file,
+                    "log_tail": process.log_tail(Path(self._record.log_file)),
+                },
+            ) from None
+
+
+def gone_failure(record: server.ServerRecord) -> Failure | None:
+    """A failed request to a server that is no longer running: final, not retried."""
+    if server.alive(record):
+        return None
+    return Failure("failed", False, False, None, "the local model server is not running")
+
+
+def create(options: ProviderOptions) -> Provider:
+    """The ``local`` provider, its server started if it is not running.
+
+    Raises:
+        SetupError: the server or the model is missing (``make model``), or it would
+            not start (the message gives its last log line).
+        UsageError: the ledger cannot be opened.
+    """
+    record = server.ensure_running()
+    transport = BoundedTransport(total_seconds=REQUEST_TIMEOUT_SECONDS)
+    client = openai.OpenAI(
+        api_key=server.read_key(record),
+        http_client=bounded_client(transport),
+        base_url=f"{record.root}/v1",
+        max_retries=0,
+        timeout=max(REQUEST_TIMEOUT_SECONDS, DEFAULT_REQUEST_TIMEOUT_SECONDS),
+    )
+    client.organization = None
+    client.project = None
+    meter = Meter(
+        ledger=Ledger(Path(options.ledger_path) if options.ledger_path else None),
+        limits=limits_from_options(options),
+        price=Price(0.0, 0.0),
+        model=pins.MODEL_NAME,
+        provider="local",
+        experiment=options.experiment,
+        run_id=options.run_id,
+    )
+    max_output = (
+        options.max_output_tokens
+        if options.max_output_tokens != ProviderOptions.model_fields["max_output_tokens"].default
+        else DEFAULT_MAX_OUTPUT_TOKENS
+    )
+    return LocalProvider(
+        record=record,
+        client=client,
+        transport=transport,
+        model=pins.MODEL_NAME,
+        meter=meter,
+        max_output_tokens=max_output,
+        official=False,
+        protocol=options.tool_protocol or DEFAULT_PROTOCOL,
+        sampling={"temperature": 0.0, "seed": DEFAULT_SEED},
+        classify=lambda error: gone_failure(record) or default_classify(error),
+    )
