@@ -17,7 +17,7 @@ SOAK_RUNS := $(if $(filter command line environment,$(origin RUNS)),$(RUNS),5)
 export DOCKER_API_VERSION := 1.41
 
 .PHONY: help setup venv docker image image-online demo test test-soak check fmt bench stress browser \
-        adversarial-report live-smoke clean model
+        adversarial-report live-smoke clean model eval-local
 
 help:
 	@echo "make demo    run the paginator demonstration end to end (sets everything up)"
@@ -75,6 +75,13 @@ test: setup browser model
 test-soak: setup browser model
 	$(PY) scripts/soak.py --runs $(SOAK_RUNS) --load $(LOAD) --order $(ORDER) \
 		$(if $(SEED),--seed $(SEED)) -- $(PYTEST_ARGS)
+
+# The first real-model evaluation (issue 16): the 10-task set x 3, a seeded subset of
+# HumanEvalFix's odd-numbered rows (HEF=all for all 164), the one-shot baseline, and the
+# report in docs/results/. Hours on 2 cores: run it on a quiet machine.
+HEF ?= 40
+eval-local: setup model
+	$(PY) -m sandbox_agent.evals.local --humanevalfix $(HEF)
 
 check: venv
 	.venv/bin/ruff check src tests benchmarks scripts

@@ -19,6 +19,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value <= 86400:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 86400 seconds, got {text}")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of DESIGN section 6, plus where results go and the control run."""
     from sandbox_agent.evals.executor import DEFAULT_JOBS, DEFAULT_REPEATS
@@ -56,6 +66,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="DIR",
         help="DIR/<task id>.json (a plan file) replaces that task's reference plan",
+    )
+    parser.add_argument(
+        "--max-iterations",
+        type=_positive,
+        default=None,
+        help="every task's turn budget instead of its own",
+    )
+    parser.add_argument(
+        "--max-wall-seconds",
+        type=_positive_seconds,
+        default=None,
+        help="every task's wall clock instead of its own (slow local models)",
     )
     parser.add_argument("--runtime", choices=("runc", "runsc"), default="runc")
     parser.add_argument("--fixtures-dir", default=None, help="the project's fixtures folder")
@@ -128,6 +150,8 @@ def run(args: argparse.Namespace) -> int:
         repeats=args.repeats,
         jobs=args.jobs,
         trace_dir=(results / "traces").resolve(),
+        max_iterations=args.max_iterations,
+        max_wall_seconds=args.max_wall_seconds,
     )
     suite_options = SuiteOptions(
         task_ids=task_ids,

@@ -65,6 +65,12 @@ class EvalOptions(BaseModel):
     provider_options: ProviderOptions = ProviderOptions()
     """The real-model flags (base URL, prices, caps, ledger, tool protocol) of every run;
     the plan, run id and model are set per run."""
+    max_iterations: int | None = Field(None, ge=1, le=1000)
+    """``--max-iterations``: every task's turn budget instead of its own (a real model
+    may need other budgets than the reference plans; the report records them)."""
+    max_wall_seconds: float | None = Field(None, gt=0, le=86400)
+    """``--max-wall-seconds``: every task's wall clock instead of its own (a local model
+    on 2 cores takes minutes where a plan takes a second)."""
 
 
 def build_config(case: EvalCase, options: EvalOptions, run_id: str) -> RunConfig:
@@ -87,8 +93,8 @@ def build_config(case: EvalCase, options: EvalOptions, run_id: str) -> RunConfig
         ),
         runtime=options.runtime,
         budgets=Budgets(
-            max_iterations=task.max_iterations,
-            max_wall_seconds=task.max_wall_seconds,
+            max_iterations=options.max_iterations or task.max_iterations,
+            max_wall_seconds=options.max_wall_seconds or task.max_wall_seconds,
             max_denials=task.policy.max_denials,
         ),
         limits=SandboxLimits(timeout_s=task.test_timeout_s),
@@ -239,6 +245,8 @@ def run_case(
         tool_calls=result.budget_used.tool_calls,
         invalid_outputs=result.budget_used.invalid_outputs,
         policy_denials=result.budget_used.policy_denials,
+        input_tokens=result.budget_used.input_tokens,
+        output_tokens=result.budget_used.output_tokens,
         timeouts=timeouts,
         sandbox_failures=refused,
         files_changed=result.files_changed,

@@ -63,6 +63,9 @@ class RunRecord(BaseModel):
     tool_calls: int
     invalid_outputs: int
     policy_denials: int
+    input_tokens: int = 0
+    """Prompt tokens the model was sent, over every turn (0 for simulated providers)."""
+    output_tokens: int = 0
     timeouts: int
     """Sandbox runs that timed out, plus one when the run itself ended ``TIMEOUT``."""
     sandbox_failures: int

@@ -1,0 +1,141 @@
+"""``make eval-local``'s parts that need no model: the subset, the one-shot baseline's
+extraction and judging (the model replaced by fixed answers), and the report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from judge_harness import judge_on_host, passed
+
+from sandbox_agent.evals import humanevalfix, oneshot
+from sandbox_agent.evals.local import odd_subset
+from sandbox_agent.evals.local_report import run_row, suite_summary, write_local_report
+from sandbox_agent.evals.oneshot import Completion
+from sandbox_agent.evals.report import make_report
+from sandbox_agent.sandbox.docker_backend import DockerBackend
+
+IDS = [f"humanevalfix-python-{n}" for n in range(164)]
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[humanevalfix.Row]:
+    path = humanevalfix.dataset_path()
+    if not path.is_file():
+        pytest.skip("HumanEvalFix dataset not present")
+    return humanevalfix.load_rows(path)
+
+
+def _row(rows: list[humanevalfix.Row], task_id: str) -> humanevalfix.Row:
+    return next(row for row in rows if row.task_id == task_id)
+
+
+def _fixed_function(row: humanevalfix.Row) -> str:
+    """The canonical fix as the model would answer: the whole function, no module."""
+    text = humanevalfix.module_text(row, fixed=True)
+    return text[text.index(f"def {row.entry_point}(") :]
+
+
+def test_the_subset_is_odd_fixed_and_sorted() -> None:
+    chosen = odd_subset(IDS, 40)
+    assert len(chosen) == 40
+    assert all(int(task_id.rsplit("-", 1)[1]) % 2 == 1 for task_id in chosen)
+    assert chosen == odd_subset(list(reversed(IDS)), 40)  # the seed, not the order, decides
+    assert chosen == sorted(chosen, key=lambda t: int(t.rsplit("-", 1)[1]))
+    assert odd_subset(IDS, 500) == [t for t in IDS if int(t.rsplit("-", 1)[1]) % 2 == 1]
+
+
+def test_the_last_block_that_defines_the_entry_point_is_taken() -> None:
+    text = (
+        "Here:\n```python\ndef helper():\n    pass\n```\nand\n"
+        "```python\ndef add(a, b):\n    return a + b\n```\n"
+        "```\nprint('not it')\n```"
+    )
+    assert oneshot.extract_function(text, "add") == "def add(a, b):\n    return a + b\n"
+    assert oneshot.extract_function("def add(a, b): return 1", "add") is None  # no block
+    assert oneshot.extract_function("```python\ndef adder():\n```", "add") is None
+
+
+@pytest.mark.parametrize("row_id", ["Python/0", "Python/32"])
+def test_an_appended_fix_passes_the_check_and_the_bug_alone_does_not(
+    rows: list[humanevalfix.Row], row_id: str, tmp_path: Path
+) -> None:
+    """The later ``def`` wins, and the module's helpers (Python/32's ``poly``) stay."""
+    row = _row(rows, row_id)
+    held_out = humanevalfix.held_out_tests(row)
+    for name, text, want in (
+        ("fixed", oneshot.candidate_module(row, _fixed_function(row)), True),
+        ("buggy", humanevalfix.module_text(row), False),
+    ):
+        tree = tmp_path / name
+        tree.mkdir()
+        (tree / "solution.py").write_text(text)
+        assert passed(judge_on_host(tree, held_out)) is want, name
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_oneshot_answer_is_judged_in_the_sandbox(rows: list[humanevalfix.Row]) -> None:
+    row = _row(rows, "Python/0")
+
+    def fixed(system: str, user: str) -> Completion:
+        assert row.entry_point in user
+        return Completion(text=f"```python\n{_fixed_function(row)}```", output_tokens=42)
+
+    def rambling(system: str, user: str) -> Completion:
+        return Completion(text="I think the bug is in the comparison.")
+
+    def broken(system: str, user: str) -> Completion:
+        raise TimeoutError("the server did not answer")
+
+    backend = DockerBackend(reap_on_first_use=False)
+    try:
+        good = oneshot.run_one(row, fixed, backend)
+        bad = oneshot.run_one(row, rambling, backend)
+        failed = oneshot.run_one(row, broken, backend)
+    finally:
+        backend.close()
+    assert (good.passed, good.extracted, good.output_tokens) == (True, True, 42)
+    assert good.held_out.judge == "out_of_process"
+    assert (bad.passed, bad.extracted, bad.held_out.ran) == (False, False, True)
+    assert (failed.passed, failed.held_out.ran) == (False, False)
+    assert failed.error == "TimeoutError: the server did not answer"
+
+
+def test_the_report_is_built_from_the_results_folder(tmp_path: Path) -> None:
+    from test_eval_executor import FakeBackend, case, fake_run_task
+
+    from sandbox_agent.evals.executor import EvalOptions, run_all
+
+    held = tmp_path / "held"
+    held.mkdir()
+    (held / "test_heldout.py").write_text("import unittest\n")
+    records = run_all(
+        [case("good", held), case("bad", held)],
+        EvalOptions(trace_dir=tmp_path / "traces"),
+        backend_factory=FakeBackend,
+        run_task=fake_run_task,
+    )
+    results = tmp_path / "results"
+    (results / "humanevalfix").mkdir(parents=True)
+    report = make_report(
+        records, suite="humanevalfix", provider="local", model="m", runtime="runc", jobs=1,
+        repeats=1, control=False, started_at=__import__("datetime").datetime(2026, 12, 2),
+        wall_seconds=10.0,
+    )  # fmt: skip
+    (results / "humanevalfix" / "report.json").write_text(report.model_dump_json())
+    shot = oneshot.OneShotRecord(
+        task_id="task-good", passed=False, held_out=records[0].held_out, extracted=True,
+        input_tokens=10, output_tokens=5, wall_s=1.0,
+    )  # fmt: skip
+    (results / "oneshot.json").write_text(json.dumps([shot.model_dump(mode="json")]))
+    md, js = write_local_report(
+        results, tmp_path / "out", subset=["task-good"], split="test", budgets={}, wall_seconds=1
+    )
+    data = json.loads(js.read_text())
+    assert data["suites"]["humanevalfix"]["summary"]["runs"] == 2
+    assert data["oneshot"]["comparison"]["agent_only"] == 1
+    assert "even-numbered" in md.read_text()
+    assert suite_summary(records)["success"] == 1
+    assert run_row(records[0])["heldout"] is True
