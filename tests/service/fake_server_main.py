@@ -16,14 +16,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import uvicorn
-
 from sandbox_agent.controller.models import RunConfig, RunResult
 from sandbox_agent.sandbox.base import CancelToken
 from sandbox_agent.service import ServiceSettings, create_app
 from sandbox_agent.service.fake_run import FakeRunFunction
 from sandbox_agent.service.models import PreflightStatus
-from sandbox_agent.service.server import server_config
+from sandbox_agent.service.server import build_server
 
 TOKEN = "test-token-0123456789abcdef"
 
@@ -62,7 +60,7 @@ def main() -> None:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     Path(args.port_file).write_text(str(sock.getsockname()[1]))
-    uvicorn.Server(server_config(app, settings, log_level=args.log_level)).run(sockets=[sock])
+    build_server(app, settings, log_level=args.log_level).run(sockets=[sock])
 
 
 if __name__ == "__main__":

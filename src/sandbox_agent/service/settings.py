@@ -6,7 +6,7 @@ import ipaddress
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sandbox_agent.sandbox.base import Runtime
 from sandbox_agent.settings import default_fixtures_dir, state_home
@@ -94,6 +94,16 @@ class ServiceSettings(BaseModel):
     """Provider names a client may ask for."""
     runtime: Runtime = "runc"
     """Sandbox runtime of every run."""
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _addresses(cls, proxies: tuple[str, ...]) -> tuple[str, ...]:
+        for proxy in proxies:
+            try:
+                ipaddress.ip_network(proxy, strict=False)
+            except ValueError:
+                raise ValueError(f"{proxy!r} is not an IP address or network") from None
+        return proxies
 
     @property
     def plans_dir(self) -> Path:
