@@ -23,8 +23,10 @@ SIGINT), before uvicorn waits for open connections, and bounds that wait.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
+import struct
 from typing import Any, NamedTuple
 
 import h11
@@ -188,7 +190,16 @@ class HeadDeadlineProtocol(H11Protocol):
 
     def _arm_stall(self) -> None:
         if self._stall is None:
-            self._stall = self.loop.call_later(self._limits.send_timeout_s, self.transport.abort)
+            self._stall = self.loop.call_later(self._limits.send_timeout_s, self._cut)
+
+    def _cut(self) -> None:
+        """Reset the connection: a plain close would leave the unread answer to the kernel,
+        which keeps the socket (and its buffers) until the client reads or times out."""
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.transport.abort()
 
     def _cancel_stall(self) -> None:
         if self._stall is not None:
