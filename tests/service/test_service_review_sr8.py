@@ -32,6 +32,7 @@ from sandbox_agent.controller.models import RunConfig, RunResult
 from sandbox_agent.sandbox.base import CancelToken
 from sandbox_agent.service.executor import EventSink
 from sandbox_agent.service.fake_run import FakeRunFunction
+from sandbox_agent.service.models import PreflightStatus
 from sandbox_agent.service.settings import ServiceSettings
 
 SUBMISSION = {"fixture": "paginator", "task": "fix it"}
@@ -747,3 +748,42 @@ def test_s8_8_plan_files_of_a_killed_server_are_removed_at_start(
 
     start_server(settings, FakeRunFunction())
     assert sorted(path.name for path in settings.plans_dir.iterdir()) == [foreign.name]
+
+
+# S8-10 (found looking for the same classes elsewhere): a slow preflight check held every
+# other /preflight request, each on a worker thread of the server's pool ----------------
+
+
+def test_s8_10_a_slow_preflight_check_makes_no_other_request_wait(
+    make_settings: Callable[..., ServiceSettings], start_server: Callable[..., LiveServer]
+) -> None:
+    release = threading.Event()
+    calls: list[float] = []
+
+    def slow_check() -> PreflightStatus:
+        calls.append(time.monotonic())
+        release.wait(60)  # a Docker daemon that answers slowly
+        return PreflightStatus(status="ok", detail="all checks passed")
+
+    server = start_server(make_settings(), FakeRunFunction(), preflight_fn=slow_check)
+    first: list[httpx.Response] = []
+    with server.client() as client:
+        waiting = threading.Thread(target=lambda: first.append(client.get("/preflight")))
+        waiting.start()
+        try:
+            deadline = time.monotonic() + 10
+            while not calls:
+                assert time.monotonic() < deadline, "the first check did not start"
+                time.sleep(0.02)
+            with server.client() as other:
+                began = time.monotonic()
+                answers = [other.get("/preflight") for _ in range(3)]
+                took = time.monotonic() - began
+        finally:
+            release.set()
+            waiting.join(30)
+    assert took < 5, "a request waited for another request's check"
+    assert [answer.json()["status"] for answer in answers] == ["unknown"] * 3
+    assert "running" in answers[0].json()["detail"]
+    assert first[0].json()["status"] == "ok"
+    assert len(calls) == 1

@@ -115,8 +115,9 @@ def create_app(
         tags=["service"],
         responses={503: {"model": Health, "description": "The service cannot run work now"}},
     )
-    def health(request: Request, response: Response) -> Health:
-        """Whether the service can run work; needs no token."""
+    async def health(request: Request, response: Response) -> Health:
+        """Whether the service can run work; needs no token. Answered on the event loop,
+        never waiting for the database or a worker thread of the server's pool."""
         state: ServiceState | None = getattr(request.app.state, "service", None)
         problem = state.manager.why_unavailable() if state else "the server is starting"
         if problem is None:

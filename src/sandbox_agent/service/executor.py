@@ -90,6 +90,7 @@ class RunManager:
         self._pending: deque[str] = deque()
         self._tokens: dict[str, CancelToken] = {}
         self._busy = 0
+        self._reserved = 0
         self._stopping = False
         self._stop_deadline = 0.0
         self._workers: list[threading.Thread] = []
@@ -179,15 +180,29 @@ class RunManager:
             if self._stopping:
                 raise ServiceStopping("the server is shutting down")
             idle = self._settings.max_concurrent - self._busy
-            if len(self._pending) >= self._settings.max_queue + idle:
+            if len(self._pending) + self._reserved >= self._settings.max_queue + idle:
                 raise QueueFull(f"{self._settings.max_queue} runs are already queued")
-            record = StoredRun(
-                run_id, "QUEUED", "", request.fixture, request.task, request.provider,
-                plan_json, submitted_at, None, None, None,
-            )  # fmt: skip
+            self._reserved += 1  # the slot is held while the record is written, unlocked
+        record = StoredRun(
+            run_id, "QUEUED", "", request.fixture, request.task, request.provider,
+            plan_json, submitted_at, None, None, None,
+        )  # fmt: skip
+        try:
+            # Not under the queue's lock: a write can wait out the busy timeout, and
+            # /health and the workers take that lock.
             self._store.insert(record)
-            self._pending.append(run_id)
-            self._cond.notify()
+        except BaseException:
+            with self._cond:
+                self._reserved -= 1
+            raise
+        with self._cond:
+            self._reserved -= 1
+            queued = not self._stopping  # a stop that began meanwhile starts nothing
+            if queued:
+                self._pending.append(run_id)
+                self._cond.notify()
+        if not queued:
+            self._store.interrupt_queued([run_id], NOT_STARTED_REASON)
         return run_id
 
     def cancel(self, run_id: str) -> str | None:
