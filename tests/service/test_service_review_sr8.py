@@ -12,6 +12,7 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import socket
 import sqlite3
@@ -787,3 +788,43 @@ def test_s8_10_a_slow_preflight_check_makes_no_other_request_wait(
     assert "running" in answers[0].json()["detail"]
     assert first[0].json()["status"] == "ok"
     assert len(calls) == 1
+
+
+@pytest.mark.docker
+@pytest.mark.usefixtures("loose_umask")
+def test_s8_6_a_real_run_through_serve_leaves_only_private_files(tmp_path: Path) -> None:
+    from sandbox_agent.settings import state_home
+
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copy(state_home() / "image.json", home / "image.json")  # the runner image built
+    env = {**os.environ, "SANDBOX_AGENT_HOME": str(home)}
+    command = [
+        sys.executable, "-m", "sandbox_agent", "serve", "--port", "0",
+        "--token-file", str(tmp_path / "elsewhere" / "token"),
+    ]  # fmt: skip
+    process = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    try:
+        assert process.stdout is not None
+        while (match := URL_LINE.match(line := process.stdout.readline())) is None:
+            assert line, "serve ended without printing its URL"
+        token = (tmp_path / "elsewhere" / "token").read_text().strip()
+        headers = {"Authorization": f"Bearer {token}"}
+        with httpx.Client(base_url=match.group(1), headers=headers, timeout=30) as client:
+            run_id = client.post("/runs", json={**SUBMISSION, "fixture": "paginator"}).json()
+            run = wait_finished(client, run_id["id"], timeout=240)
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=60)
+    assert run["status"] == "SUCCEEDED", run["reason"]  # a 077 umask hides nothing a run needs
+    service = home / "service"
+    made = [service, *service.rglob("*")]
+    assert any(path.name == "trace.jsonl" for path in made)
+    loose = {
+        str(path.relative_to(home)): oct(mode(path))
+        for path in made
+        if mode(path) != (0o700 if path.is_dir() else 0o600)
+    }
+    assert loose == {}
