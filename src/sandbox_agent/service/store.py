@@ -131,22 +131,25 @@ class RunStore:
         """
         private_dir(path.parent, tighten=False)
         self._lock_fd = _lock_exclusively(path)
+        self._lock = threading.Lock()
+        self._closed = False
+        self.writes_failing = False
+        """True from a failed write to the next one that succeeds (``/health`` reads it)."""
         try:
             private_file(path)
             for suffix in SQLITE_SIDE_FILES:  # SQLite makes them with the database's mode
                 tighten_if_present(path.with_name(path.name + suffix))
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            try:
+                self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.executescript(_SCHEMA)
+            except BaseException:
+                self._db.close()
+                raise
         except BaseException:
             os.close(self._lock_fd)
             raise
-        self._lock = threading.Lock()
-        self._closed = False
-        self.writes_failing = False
-        """True from a failed write to the next one that succeeds (``/health`` reads it)."""
-        with self._lock:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
-            self._db.executescript(_SCHEMA)
 
     def close(self) -> None:
         """Close the database and let it go. Later calls read nothing and write nothing: a
