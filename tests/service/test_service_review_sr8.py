@@ -828,3 +828,30 @@ def test_s8_6_a_real_run_through_serve_leaves_only_private_files(tmp_path: Path)
         if mode(path) != (0o700 if path.is_dir() else 0o600)
     }
     assert loose == {}
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--body-timeout", "0"], "--body-timeout"),
+        (["--send-timeout", "-1"], "--send-timeout"),
+        (["--stop-timeout", "0"], "--stop-timeout"),
+        (["--max-connections", "0"], "--max-connections"),
+        (["--trusted-proxy", "proxy.example"], "--trusted-proxy"),
+    ],
+)
+def test_s8_new_serve_flags_out_of_range_name_their_flag(
+    tmp_path: Path, flags: list[str], named: str
+) -> None:
+    env = {**os.environ, "SANDBOX_AGENT_HOME": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "sandbox_agent", "serve", "--port", "0", *flags],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"sandbox-agent serve: {named}:"), done.stderr
