@@ -13,11 +13,8 @@ cannot run work.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
-import os
-import re
 import threading
 import time
 import uuid
@@ -32,7 +29,8 @@ from sandbox_agent.controller.models import RunConfig, RunResult
 from sandbox_agent.errors import InfrastructureError, SandboxAgentError, SetupError, UsageError
 from sandbox_agent.providers.base import ProviderOptions
 from sandbox_agent.sandbox.base import CancelToken
-from sandbox_agent.service.models import IN_FLIGHT, SubmitRequest
+from sandbox_agent.service.models import SubmitRequest
+from sandbox_agent.service.plans import remove_plan, remove_stale_plans, write_plan
 from sandbox_agent.service.private import private_dir
 from sandbox_agent.service.settings import ServiceSettings
 from sandbox_agent.service.store import RunStore, StoredRun
@@ -42,7 +40,6 @@ log = logging.getLogger(__name__)
 INTERRUPTED_REASON = "the server stopped while this run was in flight"
 NOT_STARTED_REASON = "the server stopped before this run started"
 WATCHDOG_INTERVAL_S = 1.0
-PLAN_FILE = re.compile(r"^[0-9a-f]{32}\.json$")
 
 EventSink = Callable[[dict[str, Any]], None]
 
@@ -109,7 +106,7 @@ class RunManager:
         for folder in (self._settings.work_dir, self._settings.plans_dir, self._settings.trace_dir):
             private_dir(folder, tighten=True)
         interrupted = self._store.interrupt_in_flight(INTERRUPTED_REASON)
-        self._remove_stale_plans()
+        remove_stale_plans(self._settings.plans_dir, self._store)
         for index in range(self._settings.max_concurrent):
             self._workers.append(self._start_worker(index))
         self._watchdog = threading.Thread(target=self._watch, name="run-watchdog", daemon=True)
@@ -260,7 +257,8 @@ class RunManager:
             return
         plan_path: Path | None = None
         try:
-            plan_path = self._write_plan(run_id, stored.plan_json)
+            if stored.plan_json is not None:
+                plan_path = write_plan(self._settings.plans_dir, run_id, stored.plan_json)
             config = self._config(stored, plan_path)
             result = self._run_fn(config, cancel=token, on_event=self._event_sink(run_id))
         except (UsageError, ValidationError) as error:
@@ -271,8 +269,7 @@ class RunManager:
             return
         finally:
             if plan_path is not None:
-                with contextlib.suppress(OSError):
-                    plan_path.unlink(missing_ok=True)
+                remove_plan(plan_path)
         if self._stopping and token.cancelled:
             status, reason = "INTERRUPTED", INTERRUPTED_REASON
         else:
@@ -332,31 +329,6 @@ class RunManager:
                 if not worker.is_alive():
                     log.error("%s ended: starting another", worker.name)
                     self._workers[index] = self._start_worker(index)
-
-    def _remove_stale_plans(self) -> None:
-        """Remove the plan files of this database's runs that are no longer in flight (a
-        killed server leaves them). A file of a run this database never had stays: it may be
-        another server's, sharing the work folder."""
-        try:
-            names = [entry.name for entry in self._settings.plans_dir.iterdir()]
-        except OSError:
-            return
-        for name in filter(PLAN_FILE.match, names):
-            stored = self._store.get(name.removesuffix(".json"))
-            if stored is not None and stored.status not in IN_FLIGHT:
-                with contextlib.suppress(OSError):
-                    (self._settings.plans_dir / name).unlink()
-
-    def _write_plan(self, run_id: str, plan_json: str | None) -> Path | None:
-        if plan_json is None:
-            return None
-        private_dir(self._settings.plans_dir, tighten=False)
-        path = self._settings.plans_dir / f"{run_id}.json"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                     0o600)  # fmt: skip
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(plan_json)
-        return path
 
     def _config(self, stored: StoredRun, plan_path: Path | None) -> RunConfig:
         options = ProviderOptions(plan_path=str(plan_path) if plan_path else None, run_id=stored.id)
