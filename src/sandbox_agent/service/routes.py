@@ -30,11 +30,12 @@ from sandbox_agent.service.models import (
 from sandbox_agent.service.ratelimit import RateLimiter, retry_after_header
 from sandbox_agent.service.settings import ServiceSettings
 from sandbox_agent.service.sse import trace_stream
-from sandbox_agent.service.store import RunStore, StoredRun
+from sandbox_agent.service.store import MAX_EVENTS_PER_RUN, RunStore, StoredRun
 
 QUEUE_FULL_RETRY_AFTER_S = 5
 MAX_LIST_LIMIT = 500
 TRACE_PAGE = 500
+LAST_EVENT_ID_PATTERN = r"^[0-9]{0,20}$"
 
 
 @dataclass(frozen=True)
@@ -203,11 +204,19 @@ def get_diff(stored: KnownRun) -> PlainTextResponse:
 def run_events(
     stored: KnownRun,
     state: State,
-    last_event_id: Annotated[str | None, Header(max_length=20)] = None,
+    last_event_id: Annotated[
+        str | None,
+        Header(
+            pattern=LAST_EVENT_ID_PATTERN,
+            description="The last event number received: the stream resumes after it.",
+        ),
+    ] = None,
 ) -> StreamingResponse:
     """Server-sent events: each trace event from the start (or after ``Last-Event-ID``),
     live while the run goes on, then one ``end`` event with the final status."""
-    after = int(last_event_id) if last_event_id and last_event_id.isdigit() else 0
+    # ASCII digits only (str.isdigit took '²', which int() refuses: a 500), and no number
+    # past the last event a run can have (SQLite's integers stop at 2**63 - 1).
+    after = min(int(last_event_id), MAX_EVENTS_PER_RUN) if last_event_id else 0
     return StreamingResponse(
         trace_stream(state.store, stored.id, after),
         media_type="text/event-stream",
