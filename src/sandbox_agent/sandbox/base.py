@@ -82,6 +82,11 @@ CANDIDATE_ARGV: tuple[str, ...] = (
 )
 
 
+MAX_JUDGE_SOURCE_CHARS = 128 * 1024
+"""A held-out module's text, at most: escaped in PID 1's config (up to 6 bytes a
+character), it must fit ``protocol.MAX_CONFIG_BYTES`` (1 MiB) with room to spare."""
+
+
 class JudgeRequest(BaseModel):
     """A held-out check, judged out of process (issue 15; ``sandbox_supervisor.judge``)."""
 
@@ -89,7 +94,7 @@ class JudgeRequest(BaseModel):
 
     module_name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
     """The held-out unittest module's name, inside the judge."""
-    source: str = Field(max_length=256 * 1024)
+    source: str = Field(max_length=MAX_JUDGE_SOURCE_CHARS)
     """Its text: trusted evaluation data. It reaches the judge through PID 1's memory,
     never the workspace, so the code under test never sees the expected values."""
     candidate_argv: tuple[str, ...] = CANDIDATE_ARGV
