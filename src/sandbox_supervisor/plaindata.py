@@ -195,7 +195,7 @@ def decode(data: bytes, *, refs: bool = False) -> Any:
         return json.loads(data.decode("utf-8"), object_pairs_hook=tag, parse_constant=_no_constants)
     except ProtocolError:
         raise
-    except Exception as error:  # noqa: BLE001 - any other failure on hostile bytes is one too
+    except Exception as error:
         raise ProtocolError(f"not a message: {type(error).__name__}") from None
 
 
