@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 export DOCKER_API_VERSION := 1.41
 
 .PHONY: help setup venv docker image image-online demo test check fmt bench stress browser \
-        adversarial-report live-smoke clean
+        adversarial-report regression-evidence live-smoke clean
 
 help:
 	@echo "make demo    run the paginator demonstration end to end (sets everything up)"
@@ -75,6 +75,11 @@ stress: setup
 
 adversarial-report: setup
 	$(PY) -m sandbox_agent.assurance.adversarial_report
+
+# Every review finding's tests on the code before its fix and on this tree (long: it
+# checks out and runs one old tree per fix); writes docs/REGRESSION_EVIDENCE.md.
+regression-evidence: setup
+	$(PY) -m sandbox_agent.assurance.regression
 
 live-smoke: setup
 	@bash scripts/live-smoke.sh

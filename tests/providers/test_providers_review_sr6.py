@@ -20,7 +20,6 @@ from sandbox_agent.ledger import Ledger
 from sandbox_agent.providers import anthropic as anthropic_provider
 from sandbox_agent.providers import openai_compat
 from sandbox_agent.providers.base import ModelRequest, Provider, ProviderOptions
-from sandbox_agent.providers.http import MAX_RESPONSE_BYTES
 from sandbox_agent.providers.tooldefs import tool_definitions
 
 ANTHROPIC_KEY = "sk-ant-api03-" + "Rw4" * 14 + "-BBBB"
@@ -146,6 +145,10 @@ def test_f2_an_answer_larger_than_the_bound_is_dropped_unread(
 ) -> None:
     """SR-6 F2: the SDK read any body whole into memory (a hostile endpoint could send GBs).
     Now the client hangs up at the bound, whether the size is declared or not."""
+    # Imported here: the module came with the fix, and this file's other tests must still
+    # import against the code before it (docs/REGRESSION_EVIDENCE.md runs them there).
+    from sandbox_agent.providers.http import MAX_RESPONSE_BYTES
+
     size = 4 * MAX_RESPONSE_BYTES
     sent: list[int] = []
 
