@@ -218,7 +218,8 @@ class ImageHolds:
         try:
             client.api.tag(image_id, HOLD_REPOSITORY, tag)
         except Exception as error:  # the SDK raises several unrelated types here
-            raise SetupError(f"could not hold the runner image {image_id[:19]}: {error}") from error
+            why = getattr(error, "explanation", None) or error
+            raise SetupError(f"could not hold the runner image {image_id[:19]}: {why}") from error
         finally:
             client.close()
         self._tags.append(f"{HOLD_REPOSITORY}:{tag}")

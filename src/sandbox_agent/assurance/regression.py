@@ -120,8 +120,9 @@ def _before(
     scratch: Path,
     plugin_dir: Path,
 ) -> list[CaseRun]:
-    """The entries' tests on the tree of ``commit``: as they are today, and where today's
-    cannot run against the old code, as they were committed with the fix."""
+    """The entries' tests on the tree of ``commit``: as they are today; where today's test
+    cannot run against the old code, as committed with the fix; where that cannot either,
+    as the old tree itself had it (a test committed before its fix, often a strict xfail)."""
     tests = [test for entry in entries for test in entry.tests]
     try:
         with oldtree.checkout(commit, scratch) as tree:
@@ -129,36 +130,37 @@ def _before(
             env = oldtree.tree_env(oldtree.state_folder(tree, python))
             if docker.intersection(tests):
                 holds.keep(oldtree.old_image(tree, python, env))
-            oldtree.lay_tests(tree, None)
             run = functools.partial(run_tests, python=python, env=env, scratch=scratch)
+            oldtree.lay_tests(tree, None)
             runs = run(tree, tests, source=CURRENT)
             for entry in entries:
-                retry = [run for run in _cases(entry.tests, runs) if not _stands(run)]
-                if not retry:
-                    continue
-                oldtree.lay_tests(tree, entry.fix)
-                retried = [case.test for case in retry]
-                again = run(tree, retried, source=f"fix {entry.fix[:7]}")
-                runs = _merged(runs, retry, again)
+                for source in (entry.fix, commit):
+                    retry = [case for case in _cases(entry.tests, runs) if not _stands(case)]
+                    if not retry:
+                        break
+                    oldtree.lay_tests(tree, source)
+                    label = f"fix {source[:7]}" if source == entry.fix else f"before {source[:7]}"
+                    again = run(tree, [case.test for case in retry], source=label)
+                    runs = _merged(runs, retry, again, label)
             return runs
     except SetupError as error:
         return [CaseRun(test=test, outcome="not_run", message=str(error)) for test in tests]
 
 
-def _merged(runs: list[CaseRun], retry: list[CaseRun], again: list[CaseRun]) -> list[CaseRun]:
-    """``runs`` with each retried case replaced by the fix commit's outcome where that one
-    ran against the old code; where neither did, today's, with the fix's reason added."""
+def _merged(
+    runs: list[CaseRun], retry: list[CaseRun], again: list[CaseRun], label: str
+) -> list[CaseRun]:
+    """``runs`` with each retried case replaced by the other test bytes' outcome where those
+    ran against the old code; where they did not either, the first reason, the next added."""
     result = [run for run in runs if run not in retry]
     for old in retry:
         found = _cases([old.test], again)
         if found and all(_stands(run) for run in found):
             result += found
-        else:
-            why = "; ".join(run.message for run in found) or "no such test then"
-            why = "the same" if why == old.message else why
-            result.append(
-                old.model_copy(update={"message": f"{old.message} (as of the fix: {why})"})
-            )
+            continue
+        why = "; ".join(run.message for run in found) or "no such test"
+        added = "" if why in old.message else f" (test of {label}: {why})"
+        result.append(old.model_copy(update={"message": old.message + added}))
     return result
 
 
@@ -223,10 +225,10 @@ def gather(entries: Sequence[Finding]) -> Evidence:
         plugin_dir = scratch / "plugin"
         plugin_dir.mkdir()
         shutil.copy2(outcome_plugin.__file__, plugin_dir / f"{PLUGIN_MODULE}.py")
-        if docker:
-            from sandbox_agent.hostsetup.image import current_record
+        if docker:  # built again if another checkout's build removed it since make's set-up
+            from sandbox_agent.hostsetup.image import ensure
 
-            holds.keep(current_record().image_id)
+            holds.keep(ensure().image_id)
         env = oldtree.tree_env(state_home(), pythonpath=plugin_dir)
         after = run_tests(
             PROJECT_ROOT,

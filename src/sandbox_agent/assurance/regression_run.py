@@ -28,15 +28,19 @@ Outcome = Literal[
     "passed", "failed", "error", "skipped", "xfailed", "xpassed", "not_applicable", "not_run"
 ]
 NOT_COLLECTED = "not collected"
+_CONFTEST_FAILED = "ImportError while loading conftest"
 _MISSING_NAME = re.compile(
     r"^(ImportError: cannot import name"
     r"|ModuleNotFoundError: No module named '(sandbox_agent|sandbox_supervisor)"
     r"|AttributeError: (module|type object) '[^']+' has no attribute"
+    r"|AttributeError: '(?!NoneType')[A-Z]\w*' object has no attribute"
     r"|TypeError: .*(got an unexpected keyword argument|missing \d+ required)"
     r"|TypeError: .*takes \d+ positional arguments? but \d+ (were|was) given)"
     r"|Extra inputs are not permitted"
 )
-"""A failure on a name the code under test does not have (yet): an API that did not exist."""
+"""A failure on a name the code under test does not have (yet): an API that did not exist.
+An attribute missing on an instance counts only for a class of ours (CamelCase, not None):
+a builtin without the attribute is more likely the old code's own crash."""
 
 
 class CaseRun(BaseModel):
@@ -136,7 +140,14 @@ def run_tests(
                 command, cwd=tree, env=env, stdout=handle, stderr=subprocess.STDOUT,
                 timeout=RUN_TIMEOUT_S, check=False,
             )  # fmt: skip
-    lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    text = log.read_text(encoding="utf-8", errors="replace")
     payload = json.loads(out.read_text(encoding="utf-8")) if out.exists() else None
-    why = f"pytest wrote no results: {lines[-1] if lines else 'no output'}"
-    return runs + outcomes(present, payload, why, source)
+    lines = text.strip().splitlines()
+    last = lines[-1] if lines else "no output"
+    if payload is None and _CONFTEST_FAILED in text:  # pytest stops before any test
+        message = f"not collected: a conftest.py does not import: {last.lstrip('E ').strip()}"
+        return runs + [
+            CaseRun(test=test, outcome="not_applicable", message=message, source=source)
+            for test in present
+        ]
+    return runs + outcomes(present, payload, f"pytest wrote no results: {last}", source)
