@@ -75,7 +75,7 @@ def test_a_review_file_is_its_sections_findings(tmp_path: Path) -> None:
     folder.mkdir()
     (folder / "SR-8-service.md").write_text(
         "# SR-8: the service\n\n## Findings\n\n- **S8-1 (high, fixed): a hole.**\n"
-        "- **S8-2 (low, open): another.**\n"
+        "\n### S8-2 (low, open): another\n\nWhat it is.\n"
     )
     rows = review_findings(review, folder)
     assert [row.id for row in rows] == [

@@ -14,8 +14,9 @@ when a finding was fixed in part)::
 
 The review is ``docs/SECURITY_REVIEW.md``'s ``## SR-<n>.`` sections and every
 ``docs/review/SR-<n>*.md``. A finding there is a bold id with its severity and state in
-brackets, ``**F1 (high, open)**`` or ``**S8-2 (low, fixed)**``; a section with no such
-id is one finding named by the section (``SR-1``). Every finding needs an entry unless
+brackets, ``**F1 (high, open)**`` or ``**S8-2 (low, fixed)**`` (or a heading
+``### S8-2 (low, fixed)``); a section with no such id is one finding named by the section
+(``SR-1``). Every finding needs an entry unless
 its severity is ``informational``.
 """
 
@@ -44,6 +45,7 @@ Severity = Literal["critical", "high", "medium", "low-medium", "low", "informati
 _HEADING = re.compile(r"^(#{1,2}) (.*)$")
 _SECTION = re.compile(r"^(SR-\d+)\b\.?(.*)$")
 _BOLD_ID = re.compile(r"\*\*([A-Z][A-Za-z]*\d+(?:-\d+)?) \(([^)]*)\)")
+_HEADING_ID = re.compile(r"^#{3,6} ([A-Z][A-Za-z]*\d+(?:-\d+)?)\.? \(([^)]*)\)")
 _TRAILING_META = re.compile(r"\(([^()]*)\)\s*$")
 _FILE_SECTION = re.compile(r"^(SR-\d+)")
 
@@ -146,7 +148,7 @@ def parse_review(text: str, section: str | None = None) -> list[ReviewFinding]:
             continue
         if section is None:
             continue
-        for finding_id, meta in _BOLD_ID.findall(line):
+        for finding_id, meta in _BOLD_ID.findall(line) + _HEADING_ID.findall(line):
             key = f"{section} {finding_id}"
             found.setdefault(key, ReviewFinding(key, *_meta(meta)))
     for name, title in titles.items():

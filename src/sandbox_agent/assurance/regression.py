@@ -2,16 +2,15 @@
 
 For each fixed finding of ``docs/findings.toml`` the commit before its fix is checked out
 in a temporary worktree (``oldtree``) and the finding's tests run there against the old
-code, as they were committed with the fix (``tests/`` and ``pyproject.toml`` of the fix
-commit); a test added after its fix runs as it is today. They must fail, or be not
+code: today's tests; where today's cannot run against the old code, the tests of the fix
+commit; where those cannot either, the old tree's own. They must fail, or be not
 applicable (``regression_run``) with the reason shown. Then every finding's tests run on
 the current tree: a fixed finding's must pass, an open one's must fail as strict xfails.
 
 ``python -m sandbox_agent.assurance.regression`` (``make regression-evidence``) writes the
 page and the README's line, and exits 0 only when no test passed before its fix, every
 fixed finding's tests pass now and every open one's fail as expected. ``--only "SR-1,SR-7
-F2"`` checks some findings and writes nothing.
-"""
+F2"`` checks some findings and writes nothing."""
 
 from __future__ import annotations
 
@@ -75,6 +74,8 @@ def judge(finding: Finding, before: list[CaseRun], after: list[CaseRun]) -> tupl
             return "**XPASS: fixed? Fill in its fix commit**", False
         return "**open, but its tests do not fail as expected**", False
     earlier = {run.outcome for run in before}
+    if not earlier:
+        return "**not run before the fix**", False
     if earlier & {"passed", "xpassed"}:
         return "**PASSED BEFORE THE FIX**", False
     if now != {"passed"}:

@@ -98,7 +98,8 @@ def _duration(seconds: float) -> str:
 
 
 def _text(message: str) -> str:
-    return message.replace("`", "'").replace("|", "\\|")[:300]
+    """A message for one code span: backticks become quotes, cut at 300 characters."""
+    return message.replace("`", "'")[:300]
 
 
 def _case(run: CaseRun | None, *, before: bool = False, is_open: bool = False) -> str:
@@ -188,6 +189,8 @@ def render(evidence: Evidence) -> str:
         "and the commit of the fix.",
         "",
         METHOD,
+        "## Findings",
+        "",
         render_rows(evidence),
         "",
         "## Per test case",
