@@ -96,6 +96,7 @@ def test_each_case_is_told_apart_and_a_missing_name_is_not_applicable(tmp_path: 
     assert seen["test_a.py::test_set_up_fails"][1] == "set-up failed: RuntimeError: set-up"
     assert "No module named 'sandbox_agent.no_such_module'" in seen["test_broken.py::test_x"][1]
     assert {run.source for run in runs} == {"fix abc"}
+    assert not any(str(tmp_path) in run.message for run in runs)  # paths as the tree's own
 
 
 FIXED = Finding(id="SR-1", severity="low", title="t", fix="abcdef1", tests=("tests/a.py::t",))

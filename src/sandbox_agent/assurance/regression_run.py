@@ -150,4 +150,9 @@ def run_tests(
             CaseRun(test=test, outcome="not_applicable", message=message, source=source)
             for test in present
         ]
-    return runs + outcomes(present, payload, f"pytest wrote no results: {last}", source)
+    found = outcomes(present, payload, f"pytest wrote no results: {last}", source)
+    # Paths inside the (temporary) tree, as the tree's own: the page reads the same each run.
+    inside = f"{tree}/"
+    return runs + [
+        run.model_copy(update={"message": run.message.replace(inside, "")}) for run in found
+    ]
