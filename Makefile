@@ -17,7 +17,7 @@ SOAK_RUNS := $(if $(filter command line environment,$(origin RUNS)),$(RUNS),5)
 export DOCKER_API_VERSION := 1.41
 
 .PHONY: help setup venv docker image image-online demo test test-soak check fmt bench stress browser \
-        adversarial-report live-smoke clean model eval-local
+        adversarial-report regression-evidence live-smoke clean model eval-local
 
 help:
 	@echo "make demo    run the paginator demonstration end to end (sets everything up)"
@@ -100,6 +100,11 @@ stress: setup
 
 adversarial-report: setup
 	$(PY) -m sandbox_agent.assurance.adversarial_report
+
+# Every review finding's tests on the code before its fix and on this tree (long: it
+# checks out and runs one old tree per fix); writes docs/REGRESSION_EVIDENCE.md.
+regression-evidence: setup
+	$(PY) -m sandbox_agent.assurance.regression
 
 live-smoke: setup
 	@bash scripts/live-smoke.sh
