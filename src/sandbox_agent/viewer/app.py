@@ -3,6 +3,8 @@
 ``GET /`` is the page (the same as ``serve``'s), ``/static/*`` its assets, and three
 read-only endpoints feed it:
 
+- ``GET /health``: ``{"status": "ok", "mode": "view"}`` (the page tells ``view`` from
+  ``serve`` by it);
 - ``GET /api/view``: ``{"mode": "view", "root", "complete", "limits", "runs": [RunListing],
   "evals": [EvalListing]}``;
 - ``GET /api/run?key=K``: ``RunPage``: result, trace events, diff, ``verify``'s verdict,
@@ -82,6 +84,11 @@ def create_view_app(settings: ViewSettings) -> FastAPI:
         except UsageError:
             pass
         raise HTTPException(404, f"no {kind} folder with this key here: /api/view lists them")
+
+    @app.get("/health")
+    def health() -> dict[str, str]:
+        """Liveness, and the mode the page asks for (``serve``'s has no ``mode``)."""
+        return {"status": "ok", "mode": "view"}
 
     @app.get("/")
     def page() -> FileResponse:

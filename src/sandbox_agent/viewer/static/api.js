@@ -16,15 +16,13 @@ async function failure(response) {
   return new Error(response.status + ": " + detail);
 }
 
-// `view` answers /api/view without a token; `serve` refuses it (401): that is the service.
+// Both servers answer /health without a token; only `view` says {"mode": "view"}.
 export async function detectMode() {
   try {
-    const response = await fetch("/api/view", { headers: { Accept: "application/json" } });
-    if (response.ok) {
-      const home = await response.json();
-      if (home && home.mode === "view") return { mode: "view", home };
-    }
-  } catch (error) { /* not the viewer */ }
+    const response = await fetch("/health", { headers: { Accept: "application/json" } });
+    const health = await response.json();
+    if (health && health.mode === "view") return { mode: "view" };
+  } catch (error) { /* the service's answer, or none */ }
   return { mode: "service" };
 }
 
