@@ -67,7 +67,7 @@ def test_view_listens_on_loopback_only() -> None:
         (["{folder}", "--max-events", "0"], "--max-events"),
         (["{folder}", "--max-file-bytes", "10"], "--max-file-bytes"),
         (["{folder}", "--port", "70000"], "--port 70000 is not a port number"),
-        (["{folder}", "--host", "0.0.0.0"], "unrecognized arguments: --host"),
+        (["{folder}", "--host", "0.0.0.0"], "unrecognized arguments: --host"),  # noqa: S104
         (["{folder}", "--public-key", "{missing}"], "public key"),
     ],
 )

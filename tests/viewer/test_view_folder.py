@@ -53,7 +53,8 @@ def test_a_recorded_real_model_run_is_listed_read_and_verified(
     assert listed["started"].endswith("Z")
     page = client.get("/api/run", params={"key": "real-model-run"}).json()
     replies = [event["reply"] for event in page["events"] if event["event"] == "model_turn"]
-    assert replies and all('"tool"' in reply for reply in replies)
+    assert replies
+    assert all('"tool"' in reply for reply in replies)
     assert page["verdict"]["ok"] is True, page["verdict"]
     fixture = next(check for check in page["verdict"]["checks"] if check["name"] == "fixture")
     assert "not re-hashed" in fixture["detail"]
@@ -96,7 +97,8 @@ def test_links_are_never_followed(root: Path, tmp_path: Path, client: TestClient
     assert page["diff"] == ""
     assert any("symbolic link" in problem for problem in page["problems"])
     text = json.dumps(page)
-    assert "root:" not in text and "apply_patch" not in text
+    assert "root:" not in text
+    assert "apply_patch" not in text
     assert not page["verdict"]["ok"]
 
 
