@@ -2,7 +2,7 @@
 // token) and `sandbox-agent view` (runs and evaluations from a folder, read-only).
 // Plain ES modules, no build step, nothing from the network but this server.
 
-import { $, badge, box, button, el, fact, link } from "./dom.js";
+import { $, box, el, fact, link } from "./dom.js";
 import * as fmt from "./format.js";
 import { AuthError, detectMode, local, service } from "./api.js";
 import { Transcript } from "./transcript.js";
@@ -40,12 +40,20 @@ function showError(message) {
 
 // ---- the lists ----------------------------------------------------------------------
 
+// A long value in a list is clamped to three lines (its title holds it all); the run's
+// own view shows it whole.
+const LIST_CELLS = ["clamp", "", "clamp", "clamp", "clamp", "", "short", ""];
+
 function runRow(cells, href, status) {
   const row = el("tr");
   const open = link(cells.label, href, "run-link");
   const values = [open, statusBadge(status), cells.task, cells.source, cells.provider,
     cells.started, cells.duration, cells.budget];
-  for (const value of values) row.append(box("td", null, value instanceof Node ? value : el("span", value)));
+  values.forEach((value, index) => {
+    const content = value instanceof Node ? value : el("span", value);
+    if (LIST_CELLS[index] === "clamp" && !(value instanceof Node)) content.title = String(value || "");
+    row.append(box("td", LIST_CELLS[index] || null, content));
+  });
   return row;
 }
 
