@@ -178,15 +178,35 @@ function renderDerived(state) {
   if (hidden) $("run-problems").append(el("li", hidden + " more events are not shown."));
 }
 
+// A run on disk with no result yet may still be going: its folder is read again every
+// LOCAL_POLL_MS and the new events are added, until the result appears.
+const LOCAL_POLL_MS = 3000;
+
 async function showLocalRun(key) {
   const state = resetRunView(key);
   const page = await local.run(key);
   if (state !== shown) return;
+  renderLocalRun(state, page);
+  let polled = false;
+  while (!state.result && state === shown && !state.abort.signal.aborted) {
+    setLive("live", "● no result yet: re-reading the folder every " + LOCAL_POLL_MS / 1000 + " s");
+    await new Promise((resolve) => setTimeout(resolve, LOCAL_POLL_MS));
+    if (state !== shown || state.abort.signal.aborted) return;
+    renderLocalRun(state, await local.run(key));
+    polled = true;
+  }
+  if (polled && state === shown && state.result) setLive("ended", "finished: " + str(state.result.status));
+}
+
+function renderLocalRun(state, page) {
   state.page = page;
   state.result = isObject(page.result) ? page.result : null;
-  for (const event of Array.isArray(page.events) ? page.events : []) state.transcript.add(event);
+  const events = Array.isArray(page.events) ? page.events : [];
+  for (const event of events.slice(state.added || 0)) state.transcript.add(event);
+  state.added = Math.max(state.added || 0, events.length);
   $("run-problems").replaceChildren(...(page.problems || []).map((problem) => el("li", problem)));
   const evaluation = isObject(page.evaluation) ? page.evaluation : null;
+  $("run-context").replaceChildren();
   if (evaluation) {
     $("run-context").append("Run of evaluation ", link(str(evaluation.key), evalHref(evaluation.key)),
       ": task ", el("code", str(evaluation.task_id)), ", repeat " + fmt.describe(evaluation.repeat));
