@@ -153,7 +153,8 @@ def _check_chain(run_dir: Path, record: dict[str, Any] | None, checks: _Checks) 
     walk = walk_chain(run_dir / TRACE_FILE, run_id=run_id if isinstance(run_id, str) else None)
     if walk.first_bad is not None:
         bad = walk.first_bad
-        checks.add("trace_chain", False, f"line {bad.line} (seq {bad.seq}): {bad.reason}")
+        seq = f" (seq {bad.seq})" if bad.seq is not None else ""
+        checks.add("trace_chain", False, f"line {bad.line}{seq}: {bad.reason}")
     else:
         checks.add("trace_chain", True, f"{walk.events} events chained")
     if record is None:

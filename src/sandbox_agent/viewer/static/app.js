@@ -164,7 +164,10 @@ function renderHeader(state) {
   fact(facts, "Duration", fmt.seconds(used && used.wall_seconds ? used.wall_seconds : run.duration_s));
   fact(facts, "Budgets used", fmt.budget(used));
   if (Array.isArray(result.files_changed)) fact(facts, "Files changed", result.files_changed.join(", ") || "none");
-  if (str(result.model_summary)) fact(facts, "Model's summary (recorded, never believed)", result.model_summary, "quote");
+  if (str(result.model_summary)) {
+    fact(facts, "Model's summary", box("span", null, el("span", result.model_summary, "quote"),
+      el("span", " (recorded, never believed)", "muted")));
+  }
   if (str(result.trace_path)) fact(facts, "Trace (as recorded)", result.trace_path, "path");
   renderVerdicts($("verdict-facts"), result, state.page && state.page.evaluation ? state.page.evaluation.heldout : null);
   $("cancel-button").hidden = !(mode === "service" && IN_FLIGHT.includes(status));

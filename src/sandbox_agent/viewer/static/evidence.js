@@ -41,7 +41,7 @@ export function renderSeal(container, verdict, pendingText) {
   if (isObject(verdict.first_bad_event)) {
     const bad = verdict.first_bad_event;
     list.append(box("li", "check-bad", el("strong", "first failing event: "),
-      "line " + fmt.describe(bad.line) + " (seq " + fmt.describe(bad.seq) + "): " + str(bad.reason)));
+      "line " + fmt.describe(bad.line) + (fmt.isNumber(bad.seq) ? " (seq " + bad.seq + ")" : "") + ": " + str(bad.reason)));
   }
   if (str(verdict.signer)) list.append(box("li", null, el("strong", "signer: "), el("code", verdict.signer)));
   container.append(collapsible("Each check", list, verdict.ok !== true, "seal-checks"));

@@ -210,7 +210,7 @@ function renderTurn(item, transcript) {
   if (kind === "pending") head.append(badge("in progress", "pending"));
   for (const note of item.notes || []) node.append(renderContextNote(note));
   if (item.reply) node.append(renderReply(item.reply));
-  if (call) node.append(renderCall(call), renderAnswer(call, item.sandbox));
+  if (call) node.append(renderCall(call, Boolean(item.reply)), renderAnswer(call, item.sandbox));
   if (item.invalid) node.append(renderInvalid(item.invalid));
   if (item.error) node.append(renderError(item.error));
   const after = (item.invalid || call || item.reply || {}).budgets;
@@ -277,7 +277,7 @@ function renderEdits(edits) {
   return list;
 }
 
-function renderCall(call) {
+function renderCall(call, withReply) {
   const section = box("div", "part part-call", box("h4", null, "Tool call ", el("code", str(call.tool) || fmt.MISSING, "tool-name")));
   const args = isObject(call.arguments) ? call.arguments : (isObject(call.args) ? call.args : null);
   if (args) {
@@ -290,7 +290,8 @@ function renderCall(call) {
     }
     if (list.childNodes.length) section.append(list);
   } else if (denialKind(call.denial)) {
-    section.append(el("p", "The controller did not accept this call, so it recorded no arguments; the reply above shows what the model asked for.", "muted"));
+    section.append(el("p", "The controller did not accept this call, so it recorded no arguments" +
+      (withReply ? "; the reply above shows what the model asked for." : "."), "muted"));
   }
   return section;
 }
