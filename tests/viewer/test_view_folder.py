@@ -49,7 +49,8 @@ def test_a_recorded_real_model_run_is_listed_read_and_verified(
     assert [run["key"] for run in home["runs"]] == ["real-model-run"]
     listed = home["runs"][0]
     assert listed["provider"] == "local"
-    assert listed["status"] == "POLICY_ABORTED"
+    assert listed["status"] == "FAILED"
+    assert listed["model"] == "qwen2.5-coder-1.5b-instruct-q4_k_m"
     assert listed["started"].endswith("Z")
     page = client.get("/api/run", params={"key": "real-model-run"}).json()
     replies = [event["reply"] for event in page["events"] if event["event"] == "model_turn"]
@@ -72,7 +73,7 @@ def test_the_seal_fails_without_the_signer_key_and_on_a_changed_trace(
         (signature,) = [check for check in verdict["checks"] if check["name"] == "signature"]
         assert "no trusted public key" in signature["detail"]
     lines = (run / "trace.jsonl").read_text().splitlines()
-    lines[2] = lines[2].replace("path.protected", "path.PROTECTED")
+    lines[2] = lines[2].replace('"seq": 2,', '"seq": 2, "changed": true,')
     (run / "trace.jsonl").write_text("\n".join(lines) + "\n")
     for client in client_for(root, public_key=REAL_MODEL_KEY):
         verdict = client.get("/api/run", params={"key": "real-model-run"}).json()["verdict"]

@@ -399,14 +399,30 @@ def test_a_recorded_real_model_run(page: Any, tmp_path: Path) -> None:
         expect(page.locator("#seal .seal-headline")).to_contain_text("VERIFIED", timeout=20_000)
         expect(page.locator("#seal .seal-headline")).not_to_contain_text("NOT VERIFIED")
         expect(page.locator("#run-facts")).to_contain_text("local · qwen2.5-coder-1.5b-instruct")
+        expect(page.locator("#run-status")).to_have_text("FAILED")
         turns = page.locator("#transcript > li.item-turn")
         expect(turns).to_have_count(4)
-        for index in range(4):
-            turn = turns.nth(index)
-            expect(turn.locator("pre.reply")).to_contain_text('"tool": "apply_patch"')
-            expect(turn.locator(".part-call")).to_contain_text("tests/test_core.py")
-            expect(turn).to_contain_text("Denied: path.protected")
-        expect(turns.first.locator(".part-reply h4 .meta")).to_contain_text("tokens")
-        expect(page.locator("#run-status")).to_have_text("POLICY_ABORTED")
+        # The model's replies as it wrote them, with its token counts.
+        tests = turns.nth(0)
+        expect(tests.locator("pre.reply")).to_contain_text('"tool": "run_tests"')
+        expect(tests.locator(".part-reply h4 .meta")).to_contain_text("822 in / 20 out tokens")
+        expect(tests).to_contain_text("not passed: 2 failed, 0 errors of 6 tests")
+        expect(turns.nth(1).locator(".part-call code.value")).to_have_text(
+            "tests/test_paginator.py"
+        )
+        patch = turns.nth(2)
+        expect(patch).to_have_class("item item-turn turn-denied")
+        expect(patch.locator(".part-call .edit")).to_contain_text("tests/test_paginator.py")
+        expect(patch).to_contain_text("Denied: path.protected")
+        # Its long last reply starts collapsed, its first line as the summary.
+        finish = turns.nth(3)
+        expect(finish.locator("details.reply-collapsed summary")).to_contain_text("{")
+        expect(finish.locator("details.reply-collapsed")).not_to_have_attribute("open", "")
+        # The sandbox run the model asked for, checked from inside by PID 1.
+        card = page.locator("#sandbox-runs .sandbox-card").first
+        expect(card.locator("details.attestation summary")).to_contain_text("all passed")
+        expect(page.locator("#verdict-facts")).to_contain_text("reused the last whole-suite run")
         assert_readable(page)
         screenshot(page, "run-real-model")
+        tests.scroll_into_view_if_needed()
+        screenshot(page, "run-real-model-transcript")
