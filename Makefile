@@ -71,7 +71,7 @@ browser:
 
 # The run viewer's pictures in docs/VIEWER.md are the browser tests' own screenshots.
 viewer-screenshots: setup browser
-	$(PY) -m pytest -q tests/viewer/test_viewer_browser.py
+	$(PY) -m pytest -q tests/viewer
 	mkdir -p docs/viewer && cp artifacts/viewer/*.png docs/viewer/
 
 test: setup browser model

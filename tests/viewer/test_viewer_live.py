@@ -39,6 +39,7 @@ def test_a_run_in_progress_grows_as_its_trace_grows(tmp_path: Path) -> None:
         expect(turns).to_have_count(1, timeout=20_000)
         expect(page.locator("#live-state")).to_contain_text("no result yet")
         expect(page.locator("#run-reason")).to_contain_text("still going")
+        expect(page.locator("#seal")).to_contain_text("not sealed yet")
         screenshot(page, "run-in-progress")
         with (run / "trace.jsonl").open("a", encoding="utf-8") as trace:
             trace.writelines(json.dumps(event) + "\n" for event in MORE)
@@ -47,3 +48,5 @@ def test_a_run_in_progress_grows_as_its_trace_grows(tmp_path: Path) -> None:
         expect(page.locator("#live-state")).to_have_text("finished: FAILED", timeout=20_000)
         expect(page.locator("#run-status")).to_have_text("FAILED")
         expect(page.locator("#transcript > li.item-end")).to_have_count(1)
+        # Ended without a seal (written by hand here): said, never taken for verified.
+        expect(page.locator("#seal .seal-headline")).to_contain_text("NOT VERIFIED")

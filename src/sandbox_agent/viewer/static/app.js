@@ -207,7 +207,9 @@ function renderLocalRun(state, page) {
   const events = Array.isArray(page.events) ? page.events : [];
   for (const event of events.slice(state.added || 0)) state.transcript.add(event);
   state.added = Math.max(state.added || 0, events.length);
-  $("run-problems").replaceChildren(...(page.problems || []).map((problem) => el("li", problem)));
+  // A missing result is said once, in the headline; the seal waits for it.
+  const problems = (page.problems || []).filter((problem) => state.result || !problem.endsWith("result.json is missing"));
+  $("run-problems").replaceChildren(...problems.map((problem) => el("li", problem)));
   const evaluation = isObject(page.evaluation) ? page.evaluation : null;
   $("run-context").replaceChildren();
   if (evaluation) {
@@ -215,7 +217,10 @@ function renderLocalRun(state, page) {
       ": task ", el("code", str(evaluation.task_id)), ", repeat " + fmt.describe(evaluation.repeat));
   }
   renderHeader(state);
-  renderSeal($("seal"), page.verdict);
+  const sealed = state.result || (isObject(page.verdict) && (page.verdict.checks || []).some(
+    (check) => check && check.name === "evidence" && check.ok === true));
+  if (sealed) renderSeal($("seal"), page.verdict);
+  else renderSeal($("seal"), null, "not sealed yet: a run is sealed when it ends");
   renderDerived(state);
 }
 
