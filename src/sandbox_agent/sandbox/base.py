@@ -19,7 +19,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -132,6 +132,16 @@ class RunnerReport(BaseModel):
     skipped: int = Field(ge=0, le=MAX_COUNT, default=0)
 
 
+class AttestationCheck(BaseModel):
+    """One of PID 1's isolation checks, as its attestation record lists it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    ok: bool
+    detail: str = ""
+
+
 class Diagnostics(BaseModel):
     """Bounded, structured facts about a run, for refusals and for the record."""
 
@@ -180,6 +190,12 @@ class SandboxResult(BaseModel):
     exit_report_sha256: str | None = None
     cleanup: str = "not needed"
     """``removed``, ``not needed`` or ``failed: <why>`` (then left to the reaper)."""
+    attestation_checks: list[AttestationCheck] = Field(default_factory=list)
+    """PID 1's checks as its attestation listed them, each bounded (none when no
+    well-formed attestation arrived); whether they hold is ``attested``."""
+    exit_report: dict[str, Any] | None = None
+    """PID 1's exit report (signal, timeout, output bytes, duration, launch, OOM kills,
+    runner report problem), when it was valid; its nonce is left out."""
     phase_ms: dict[str, float] = Field(default_factory=dict)
     diagnostics: Diagnostics = Field(default_factory=Diagnostics)
 

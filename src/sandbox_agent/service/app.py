@@ -14,7 +14,6 @@ import sqlite3
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
@@ -37,10 +36,9 @@ from sandbox_agent.service.ratelimit import RateLimiter
 from sandbox_agent.service.routes import ServiceState, router
 from sandbox_agent.service.settings import ServiceSettings, is_loopback
 from sandbox_agent.service.store import RunStore
+from sandbox_agent.viewer.page import INDEX_FILE, STATIC_DIR
 
 log = logging.getLogger(__name__)
-
-STATIC_DIR = Path(__file__).parent / "static"
 
 
 def create_app(
@@ -127,7 +125,7 @@ def create_app(
 
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:
-        return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
+        return FileResponse(INDEX_FILE, media_type="text/html")
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     app.include_router(router)

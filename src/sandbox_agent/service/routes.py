@@ -12,6 +12,7 @@ from fastapi import Path as PathParam
 from fastapi.responses import PlainTextResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from sandbox_agent.evidence import VerifyReport
 from sandbox_agent.service import views
 from sandbox_agent.service.auth import token_matches
 from sandbox_agent.service.executor import QueueFull, RunManager, ServiceStopping
@@ -31,6 +32,7 @@ from sandbox_agent.service.ratelimit import RateLimiter, retry_after_header
 from sandbox_agent.service.settings import ServiceSettings
 from sandbox_agent.service.sse import trace_stream
 from sandbox_agent.service.store import MAX_EVENTS_PER_RUN, RunStore, StoredRun
+from sandbox_agent.viewer.verdict import run_dir_verdict
 
 QUEUE_FULL_RETRY_AFTER_S = 5
 MAX_LIST_LIMIT = 500
@@ -222,6 +224,20 @@ def run_events(
         media_type="text/event-stream",
         headers={"X-Accel-Buffering": "no"},
     )
+
+
+@router.get(
+    "/runs/{run_id}/verify",
+    response_model=VerifyReport,
+    tags=["runs"],
+    responses=_NOT_FOUND,
+)
+def verify_run(stored: KnownRun, state: State) -> VerifyReport:
+    """``sandbox-agent verify``'s verdict on the run's folder: seal, trace chain, result,
+    diff and the original's hashes (every check fails until the run has been sealed)."""
+    # The folder is the one the service gave the run (never a path from its result).
+    run_dir = state.settings.trace_dir / stored.id
+    return run_dir_verdict(run_dir)
 
 
 @router.post(
