@@ -8,6 +8,7 @@ result and the diff (in a ``finally``), then seals them.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -127,6 +128,10 @@ class RunSession:
             policy = Policy.for_repo(
                 workspace.root, runner=config.runner, allowed_tools=frozenset(config.allowed_tools)
             )
+            if self.environment is not None:  # every file it was made from, whatever its name
+                policy = dataclasses.replace(
+                    policy, extra_protected=policy.extra_protected + self.environment.sources
+                )
             toolbox = ToolBox(
                 workspace,
                 policy,

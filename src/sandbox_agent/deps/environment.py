@@ -75,5 +75,6 @@ def prepare_environment(repo: Path, options: DepsOptions | None = None) -> Envir
         size_bytes=manifest.size_bytes,
         made=made,
         resolved=resolved,
+        sources=declaration.sources,
         prepare_ms=round((time.monotonic() - started) * 1000, 1),
     )

@@ -62,6 +62,8 @@ class Environment(BaseModel):
     """True when this call made it (downloaded and unpacked); False when it was found."""
     resolved: bool
     """True when this call resolved the declarations (the first time)."""
+    sources: tuple[str, ...] = ()
+    """The repository's files it was made from (protected paths for the run)."""
     prepare_ms: float
 
     def mount(self) -> EnvironmentMount:

@@ -20,10 +20,14 @@ from sandbox_agent.deps.resolve import Resolution
 from sandbox_agent.settings import state_home
 
 PARTIAL_PREFIX = ".partial-"
+DEPS_HOME_ENV = "SANDBOX_AGENT_DEPS_HOME"
+"""Overrides where environments live (default ``<state>/deps``): several state folders
+can share one store, since everything in it is named by its content's hash."""
 
 
 def deps_home() -> Path:
-    return state_home() / "deps"
+    override = os.environ.get(DEPS_HOME_ENV)
+    return Path(override) if override else state_home() / "deps"
 
 
 def envs_dir() -> Path:

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict
 from sandbox_agent.sandbox.base import (
     JUDGE_ARGV,
     CancelToken,
+    EnvironmentMount,
     JudgeRequest,
     Runtime,
     SandboxBackend,
@@ -123,6 +124,7 @@ def run_held_out(
     runtime: Runtime = "runc",
     limits: SandboxLimits | None = None,
     cancel: CancelToken | None = None,
+    environment: EnvironmentMount | None = None,
 ) -> HeldOutResult:
     """Judge the held-out module against a copy of ``final_tree``.
 
@@ -135,6 +137,8 @@ def run_held_out(
         runtime: ``runc`` or ``runsc``.
         limits: the sandbox limits (the task's test timeout among them).
         cancel: stops the run early.
+        environment: the repository's dependency environment: the candidate imports
+            from it, the judge never does.
 
     Raises:
         FileNotFoundError: the held-out module is missing (a broken task, not a failed run).
@@ -154,6 +158,7 @@ def run_held_out(
             limits=limits or SandboxLimits(),
             labels={HELD_OUT_LABEL: "held-out"},
             judge=judge,
+            environment=environment,
         )
         started = time.monotonic()
         result = backend.run(request, cancel)

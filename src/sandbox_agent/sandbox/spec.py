@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from sandbox_agent.sandbox import seccomp
 from sandbox_agent.sandbox.base import Runtime, SandboxRequest
 from sandbox_agent.sandbox.owner import LABEL_OWNER, LABEL_SANDBOX
-from sandbox_supervisor.deps import DEPS_ROOT, SITE_DIR
+from sandbox_supervisor.deps import DEPS_ROOT
 from sandbox_supervisor.identity import JUDGE_UID, PID1_CAPABILITIES, WORKLOAD_UID
 from sandbox_supervisor.protocol import canonical_json
 
@@ -204,16 +204,13 @@ def supervisor_config(
         if environment is None
         else {"path": DEPS_TARGET, "manifest_sha256": environment.manifest_sha256}
     )
-    # A test's own subprocesses (``python3 -m tool``) find the environment too; the
-    # trusted interpreters run with -I, which ignores PYTHONPATH (sandbox_supervisor.deps).
-    deps_env = {} if environment is None else {"PYTHONPATH": SITE_DIR}
     return {
         "v": PROTOCOL_VERSION,
         "nonce": nonce,
         "runtime": request.runtime,
         "argv": list(request.argv),
         "cwd": WORKSPACE_TARGET,
-        "workload_env": {**container_env, **deps_env, **request.workload_env},
+        "workload_env": {**container_env, **request.workload_env},
         "deadline_s": limits.timeout_s,
         "kill_grace_s": KILL_GRACE_S,
         "output_budget": limits.output_budget_bytes,
