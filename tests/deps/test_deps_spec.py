@@ -56,6 +56,7 @@ def test_without_an_environment_one_mount_and_nothing_pinned(tmp_path: Path) -> 
     spec = _spec(tmp_path, None)
     assert spec.create_body()["HostConfig"]["Binds"] == [f"{tmp_path.resolve()}:/workspace:ro"]
     assert json.loads(spec.config)["expect"]["deps"] is None
+    assert "OPENBLAS_NUM_THREADS" not in json.loads(spec.config)["workload_env"]
     _, inspect = captured("runc")  # a container that has an environment
     assert "Mounts" in verify(spec, inspect)
 
@@ -70,6 +71,7 @@ def test_with_an_environment_its_path_and_manifest_are_pinned(tmp_path: Path) ->
     ]
     config = json.loads(spec.config)
     assert config["expect"]["deps"] == {"path": "/deps", "manifest_sha256": DIGEST}
-    assert "PYTHONPATH" not in config["workload_env"]
+    assert "PYTHONPATH" not in config["workload_env"]  # a test's own python never sees it
+    assert config["workload_env"]["OPENBLAS_NUM_THREADS"] == "1"
     other = _spec(tmp_path, EnvironmentMount(host_path=env, manifest_sha256="c" * 64))
     assert other.sha256() != spec.sha256()

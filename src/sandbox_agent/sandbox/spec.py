@@ -35,6 +35,15 @@ SANDBOX_HOSTNAME = "sandbox"
 WORKSPACE_TARGET = "/workspace"
 DEPS_TARGET = DEPS_ROOT
 """Where a dependency environment is mounted read-only (issue 17; ``sandbox_supervisor.deps``)."""
+DEPS_WORKLOAD_ENV: tuple[tuple[str, str], ...] = (
+    ("OPENBLAS_NUM_THREADS", "1"),
+    ("OMP_NUM_THREADS", "1"),
+    ("MKL_NUM_THREADS", "1"),
+)
+"""With an environment, numerical libraries start no thread pool: the sandbox has one CPU
+by default, and under runsc no thread can be started at all (glibc's ``clone3`` gets
+gVisor's ``EPERM`` instead of the profile's ``ENOSYS``, and glibc does not fall back;
+docs/DEPENDENCIES.md), so numpy's OpenBLAS would fail its import there."""
 TMP_TARGET = "/tmp"  # noqa: S108 - the container's own tmpfs, not a host path
 LOG_DRIVER = "none"
 """PID 1's frames are read through attach; nothing needs to be kept in a log file."""
@@ -204,13 +213,14 @@ def supervisor_config(
         if environment is None
         else {"path": DEPS_TARGET, "manifest_sha256": environment.manifest_sha256}
     )
+    deps_env = {} if environment is None else dict(DEPS_WORKLOAD_ENV)
     return {
         "v": PROTOCOL_VERSION,
         "nonce": nonce,
         "runtime": request.runtime,
         "argv": list(request.argv),
         "cwd": WORKSPACE_TARGET,
-        "workload_env": {**container_env, **request.workload_env},
+        "workload_env": {**container_env, **deps_env, **request.workload_env},
         "deadline_s": limits.timeout_s,
         "kill_grace_s": KILL_GRACE_S,
         "output_budget": limits.output_budget_bytes,
