@@ -72,7 +72,7 @@ def _making(name: str, requirements: str, scratch: Path, runs: int) -> Any:
             ms, environment = _prepare(repo, base / "store-b", uv_cache)
             found.append(ms)
     print(
-        f"{name}: {len(environment.packages)} packages, {environment.size_bytes / 1e6:.1f} MB | "
+        f"{name}: {len(environment.packages)} packages, {environment.size_bytes / 1e3:.0f} KB | "
         "first time "
         f"{statistics.median(cold) / 1000:.2f} s (nothing cached), "
         f"{statistics.median(warm_uv) / 1000:.2f} s (uv's downloads cached), "
