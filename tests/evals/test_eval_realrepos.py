@@ -48,8 +48,11 @@ def test_the_committed_task_file_meets_the_suites_bar() -> None:
         assert project.url.endswith(f"{project.root}.tar.gz")
         assert sum(task.project == project.name for task in tasks.tasks) >= 1
     # jsonpatch's own requirements.txt declares jsonpointer: a third-party dependency,
-    # from PyPI, in its sandbox.
-    assert "jsonpatch" in {project.name for project in tasks.projects}
+    # from PyPI, in its sandbox, pinned with its files' hashes as it was resolved when
+    # the task file was made.
+    resolution = tasks.project("jsonpatch").resolution or ""
+    assert resolution.startswith("jsonpointer==")
+    assert "--hash=sha256:" in resolution
 
 
 def test_every_kind_of_change_is_found_and_only_its_bytes_change() -> None:

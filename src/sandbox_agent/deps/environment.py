@@ -26,6 +26,47 @@ def _declares_anything(repo: Path) -> bool:
     )
 
 
+def recorded_resolution(repo: Path, options: DepsOptions | None = None) -> str | None:
+    """The resolution recorded for what ``repo`` declares (its pinned text), or None.
+
+    Raises:
+        DependencyError: ``declaration``: the declarations cannot be read.
+    """
+    from sandbox_agent.deps import store
+    from sandbox_agent.deps.declared import read_declaration
+    from sandbox_agent.deps.resolve import resolution_key
+    from sandbox_agent.deps.target import runner_target
+
+    options = options or DepsOptions()
+    key = resolution_key(read_declaration(repo), runner_target(), options.index_url)
+    resolution = store.load_resolution(key)
+    return None if resolution is None else resolution.text
+
+
+def pin_resolution(repo: Path, text: str, options: DepsOptions | None = None) -> None:
+    """Record ``text`` as the resolution of what ``repo`` declares, in place of any: an
+    evaluation suite pins its projects' environments this way, so they do not move with
+    new releases (the pins' hashes are checked as always when it is made).
+
+    Raises:
+        DependencyError: ``declaration``: the declarations cannot be read, or ``repo`` is
+            a lock (its own pins are the resolution).
+    """
+    from sandbox_agent.deps import store
+    from sandbox_agent.deps.declared import read_declaration
+    from sandbox_agent.deps.resolve import Resolution, resolution_key
+    from sandbox_agent.deps.target import runner_target
+    from sandbox_agent.errors import DependencyError
+
+    options = options or DepsOptions()
+    declaration = read_declaration(repo)
+    if declaration.lock is not None:
+        raise DependencyError("declaration", f"{repo}: a lock is its own resolution")
+    target = runner_target()
+    key = resolution_key(declaration, target, options.index_url)
+    store.save_resolution(key, Resolution(text=text, source="resolved", target=target))
+
+
 def prepare_environment(repo: Path, options: DepsOptions | None = None) -> Environment | None:
     """The environment ``repo`` declares, made or found; None when it declares nothing.
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from sandbox_agent.deps import prepare_environment
+from sandbox_agent.deps.environment import recorded_resolution
 from sandbox_agent.evals.edits import minimal_edit
 from sandbox_agent.evals.realrepos import fetch
 from sandbox_agent.evals.realrepos.mutate import Mutation, mutations
@@ -256,7 +257,12 @@ def build(seed: int, only: set[str] | None, backend: SandboxBackend) -> TaskFile
         mount = None if environment is None else environment.mount()
         runner = _Runner(backend, draft, mount)
         baseline = _baseline(runner, pristine)
-        project = draft.model_copy(update={"baseline_tests": baseline})
+        project = draft.model_copy(
+            update={
+                "baseline_tests": baseline,
+                "resolution": None if environment is None else recorded_resolution(pristine),
+            }
+        )
         projects.append(project)
         candidates = [
             (path, mutation)

@@ -108,6 +108,7 @@ def prepare_projects(
         UsageError: it is not the pinned file; ``DependencyError``: its environment.
     """
     from sandbox_agent.deps import prepare_environment
+    from sandbox_agent.deps.environment import pin_resolution
 
     started = time.monotonic()
     trees = {}
@@ -115,6 +116,8 @@ def prepare_projects(
         if project.name not in names:
             continue
         trees[project.name] = fetch.pristine_tree(project)
+        if project.resolution is not None:
+            pin_resolution(trees[project.name], project.resolution, deps)
         prepare_environment(trees[project.name], deps)
     print(
         f"realrepos: {len(trees)} projects ready in {time.monotonic() - started:.1f} s",

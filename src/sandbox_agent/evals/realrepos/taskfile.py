@@ -47,6 +47,11 @@ class Project(_Strict):
     any sandbox (a shell). None: the project as it is."""
     baseline_tests: int = Field(ge=1)
     """Tests the whole suite runs at baseline (all pass)."""
+    resolution: str | None = None
+    """The project's dependency resolution when the task file was made (each package
+    pinned with the sha256 of its files), pinned for every eval
+    (``deps.environment.pin_resolution``): its environment does not move with new
+    releases. None: the project declares no dependency."""
 
 
 class Edit(_Strict):
