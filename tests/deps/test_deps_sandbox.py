@@ -247,3 +247,35 @@ def test_the_held_out_judge_works_with_dependencies(
         backend.close()
     assert verdict.passed, verdict
     assert verdict.tests_run == 2
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_a_dependency_from_pypi(
+    runtime: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The real index: a small pure-Python wheel from PyPI, hash-checked, in the sandbox."""
+    from sandbox_agent.errors import DependencyError
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "requirements.txt").write_text("jsonpointer==3.0.0\n")
+    (repo / "test_pointer.py").write_text(
+        "import unittest\nimport jsonpointer\n\n"
+        "class T(unittest.TestCase):\n"
+        "    def test_resolve(self):\n"
+        "        self.assertEqual(jsonpointer.resolve_pointer({'a': [1, 2]}, '/a/1'), 2)\n"
+        "        self.assertTrue(jsonpointer.__file__.startswith('/deps/site/'))\n"
+    )
+    try:
+        prepare_environment(repo)
+    except DependencyError as error:
+        if error.kind != "index_unreachable":
+            raise
+        pytest.skip(f"PyPI is not reachable here: {error}")
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(PLAN))
+    argv = ["run", "--json", "--repo", str(repo), "--task", "t", "--plan", str(plan)]
+    code = main([*argv, "--runtime", runtime, "--trace-dir", str(tmp_path / "t")])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0, result["reason"]
+    assert result["environment"]["packages"] == [{"name": "jsonpointer", "version": "3.0.0"}]
