@@ -40,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "ledger": "sandbox_agent.commands.ledger",
     "model": "sandbox_agent.commands.model",
     "view": "sandbox_agent.commands.view",
+    "deps": "sandbox_agent.commands.deps",
 }
 
 

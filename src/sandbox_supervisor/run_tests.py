@@ -19,7 +19,7 @@ import sys
 import unittest
 from typing import Any
 
-from sandbox_supervisor import protocol
+from sandbox_supervisor import deps, protocol
 from sandbox_supervisor.tripwire import Snapshot
 
 EXIT_PASSED = 0
@@ -137,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         import pytest  # noqa: F401  # imported before the repository is on sys.path
     snapshot = Snapshot.take(runner)  # before any repository code is imported
     sys.path.insert(0, root)
+    deps.add_to_path(sys.path, sys.modules)  # the environment, with the repository (issue 17)
     counts, passed = run_pytest(selector) if runner == "pytest" else run_unittest(root, selector)
     tampered = snapshot.changed()
     if tampered:

@@ -65,6 +65,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from sandbox_agent.commands.realmodel import add_real_model_arguments
 
     add_real_model_arguments(parser)
+    from sandbox_agent.deps.cli import add_deps_arguments
+
+    add_deps_arguments(parser)
 
 
 def build_config(args: argparse.Namespace) -> RunConfig:
@@ -77,6 +80,7 @@ def build_config(args: argparse.Namespace) -> RunConfig:
 
     from sandbox_agent.commands.realmodel import provider_options_from
     from sandbox_agent.controller.models import Budgets, RunConfig
+    from sandbox_agent.deps.cli import deps_options_from
     from sandbox_agent.errors import UsageError
     from sandbox_agent.sandbox.limits_cli import limits_from_args
 
@@ -94,6 +98,7 @@ def build_config(args: argparse.Namespace) -> RunConfig:
             budgets=Budgets(**{k: v for k, v in given.items() if v is not None}),
             limits=limits_from_args(args),
             prestart=args.prestart,
+            deps=deps_options_from(args),
             trace_dir=args.trace_dir,
             run_id=args.run_id,
         )

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sandbox_agent.deps.models import DepsOptions, Package
 from sandbox_agent.providers.base import ProviderOptions
 from sandbox_agent.sandbox.base import Runtime, SandboxLimits
 from sandbox_agent.tools.contracts import TOOL_NAMES, ToolName
@@ -78,6 +79,9 @@ class RunConfig(BaseModel):
     """Sandboxes kept ready ahead of the next whole-suite ``run_tests`` (0: start each cold)."""
     allowed_tools: tuple[ToolName, ...] = TOOL_NAMES
     """Per-task tool allowlist."""
+    deps: DepsOptions = DepsOptions()
+    """The repository's dependency environment: made from its declarations before the
+    first model turn, mounted read-only in every sandbox (issue 17)."""
     trace_dir: Path | None = None
     """Parent of the run's folder; a default under the state folder when None."""
     run_id: str | None = None
@@ -110,6 +114,16 @@ class FinalTests(BaseModel):
     therefore forge it: SR-2's residual, bounded by the protected tests and the
     tripwire). An evaluation's held-out check is judged ``out_of_process`` instead
     (``evals.heldout``; docs/EVALS.md)."""
+
+
+class RunEnvironment(BaseModel):
+    """DESIGN.md section 6: a repository with dependencies adds ``environment``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    hash: str
+    """The resolved set's sha256 (``sandbox_agent.deps``): same hash, same packages."""
+    packages: list[Package]
 
 
 class BudgetUsed(BaseModel):
@@ -155,3 +169,5 @@ class RunResult(BaseModel):
     runtime: Runtime = "runc"
     model_summary: str | None = None
     """What the model said when it finished: recorded, never believed."""
+    environment: RunEnvironment | None = None
+    """The dependency environment every sandbox of the run had; None: none declared."""

@@ -8,6 +8,7 @@ result and the diff (in a ``finally``), then seals them.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -21,6 +22,7 @@ from sandbox_agent.controller.models import (
     FinalTests,
     FixtureIntegrity,
     RunConfig,
+    RunEnvironment,
     RunResult,
     ToolCallRecord,
 )
@@ -35,6 +37,7 @@ from sandbox_agent.settings import state_home
 from sandbox_agent.trace import Redactor, TraceWriter, summarise_exception
 
 if TYPE_CHECKING:
+    from sandbox_agent.deps import Environment
     from sandbox_agent.policy import Policy
     from sandbox_agent.tools.testrun import TestRun
     from sandbox_agent.workspace import Workspace
@@ -58,12 +61,16 @@ class RunSession:
         source: Source,
         provider: Provider,
         backend: RecordingBackend,
+        *,
+        environment: Environment | None = None,
     ) -> None:
         self.config = config
         self.run_id = run_id
         self.source = source
         self.provider = provider
         self.backend = backend
+        self.environment = environment
+        """The repository's dependency environment, made before any model turn."""
         self.run_dir = (config.trace_dir or default_trace_dir()) / run_id
 
     @classmethod
@@ -74,9 +81,12 @@ class RunSession:
         """Resolve the source and the provider, then connect the sandbox backend.
 
         Raises:
-            UsageError: bad fixture, repository, provider, plan, or a run id already used.
+            UsageError: bad fixture, repository, provider, plan, or a run id already used;
+                ``DependencyError``: its dependency environment cannot be made.
             SetupError: no Docker daemon or runner image.
         """
+        from sandbox_agent.deps import prepare_environment
+
         source = resolve_source(config)
         options = config.provider_options.model_copy(
             update={
@@ -88,13 +98,14 @@ class RunSession:
         run_dir = (config.trace_dir or default_trace_dir()) / run_id
         if run_dir.exists():
             raise UsageError(f"run folder {run_dir} already exists; choose another run id")
+        environment = prepare_environment(source.path, config.deps)
         provider = create_provider(config.provider, options)
         owned = sandbox is None
         try:
             inner = sandbox if sandbox is not None else _docker_backend(config.prestart)
             backend = RecordingBackend(inner)
             try:
-                yield cls(config, run_id, source, provider, backend)
+                yield cls(config, run_id, source, provider, backend, environment=environment)
             finally:
                 if owned:
                     backend.close()
@@ -117,6 +128,10 @@ class RunSession:
             policy = Policy.for_repo(
                 workspace.root, runner=config.runner, allowed_tools=frozenset(config.allowed_tools)
             )
+            if self.environment is not None:  # every file it was made from, whatever its name
+                policy = dataclasses.replace(
+                    policy, extra_protected=policy.extra_protected + self.environment.sources
+                )
             toolbox = ToolBox(
                 workspace,
                 policy,
@@ -124,6 +139,7 @@ class RunSession:
                 runtime=config.runtime,
                 limits=config.limits,
                 cancel=cancel,
+                environment=None if self.environment is None else self.environment.mount(),
             )
             if config.prestart:
                 # Its start overlaps the set-up and the model's first turns.
@@ -151,6 +167,7 @@ class RunSession:
                     allowed_tools=list(config.allowed_tools),
                     fixture_sha256_before=workspace.sha256_before,
                     skipped=[tuple(s) for s in workspace.skipped][:50],
+                    environment=_environment_fields(self.environment),
                 )
                 try:
                     stop = agent_loop(
@@ -252,6 +269,9 @@ class RunSession:
             model=redact.text(state.model),
             runtime=self.config.runtime,
             model_summary=None if state.model_summary is None else redact.text(state.model_summary),
+            environment=None
+            if self.environment is None
+            else RunEnvironment.model_validate(self.environment.summary()),
         )
 
     def _close(
@@ -308,6 +328,21 @@ class RunSession:
 def _import_what_the_end_needs() -> None:
     """Import the sealing code (``cryptography``: ~30 ms) early, off the critical path."""
     import sandbox_agent.evidence  # noqa: F401
+
+
+def _environment_fields(environment: Environment | None) -> dict[str, Any] | None:
+    """The trace's record of the dependency environment: what it holds, and what it cost."""
+    if environment is None:
+        return None
+    return {
+        **environment.summary(),
+        "source": environment.source,
+        "manifest_sha256": environment.manifest_sha256,
+        "size_bytes": environment.size_bytes,
+        "made": environment.made,
+        "resolved": environment.resolved,
+        "prepare_ms": environment.prepare_ms,
+    }
 
 
 def _final_fields(final: TestRun) -> dict[str, Any]:

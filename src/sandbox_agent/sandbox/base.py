@@ -100,6 +100,18 @@ class JudgeRequest(BaseModel):
     candidate_argv: tuple[str, ...] = CANDIDATE_ARGV
 
 
+class EnvironmentMount(BaseModel):
+    """A repository's dependency environment, mounted read-only at ``/deps`` (issue 17)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host_path: Path
+    """The environment's folder on the host (``manifest.json`` and ``site/``), read-only
+    and named by its hash (``sandbox_agent.deps``)."""
+    manifest_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """sha256 of its ``manifest.json``: pinned in the spec, checked by PID 1."""
+
+
 class SandboxRequest(BaseModel):
     """One command to run in a fresh sandbox over a read-only copy of the workspace."""
 
@@ -118,6 +130,8 @@ class SandboxRequest(BaseModel):
     judge: JudgeRequest | None = None
     """A held-out check judged out of process: ``argv`` is then the judge's
     (``JUDGE_ARGV``), and the code under test runs in a separate candidate process."""
+    environment: EnvironmentMount | None = None
+    """The repository's dependency environment, or None (then nothing more is mounted)."""
 
 
 class RunnerReport(BaseModel):

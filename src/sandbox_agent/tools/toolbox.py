@@ -8,6 +8,7 @@ from sandbox_agent.errors import ToolDenied, WorkspaceError
 from sandbox_agent.policy import Policy, denials, runner_command
 from sandbox_agent.sandbox.base import (
     CancelToken,
+    EnvironmentMount,
     Runtime,
     SandboxBackend,
     SandboxLimits,
@@ -48,6 +49,7 @@ class ToolBox:
         limits: SandboxLimits = SandboxLimits(),  # noqa: B008 - frozen, immutable default
         cancel: CancelToken | None = None,
         tool_limits: ToolLimits | None = None,
+        environment: EnvironmentMount | None = None,
     ) -> None:
         """Args:
         workspace: the private copy every tool works on.
@@ -57,6 +59,7 @@ class ToolBox:
         limits: resource limits of each sandbox run.
         cancel: cancellation and deadline, passed to every sandbox run.
         tool_limits: bounds on what each tool reads and writes.
+        environment: the repository's dependency environment, mounted in every sandbox.
         """
         self.workspace = workspace
         self.policy = policy
@@ -65,6 +68,7 @@ class ToolBox:
         self.limits = limits
         self.cancel = cancel
         self.tool_limits = tool_limits or ToolLimits()
+        self.environment = environment
         self.finish_summary: str | None = None
         """What the model said in ``finish``: recorded, never believed."""
         self.test_runs: list[TestRun] = []
@@ -185,6 +189,7 @@ class ToolBox:
             limits=self.limits,
             workload_env=command.workload_env,
             labels={RUN_LABEL: "run_tests"},
+            environment=self.environment,
         )
 
     def run_final_tests(self) -> TestRun:
