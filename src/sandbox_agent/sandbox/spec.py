@@ -289,7 +289,7 @@ def build_spec(
         environment_manifest_sha256=None
         if request.environment is None
         else request.environment.manifest_sha256,
-        seccomp_json=seccomp.profile_json(),
+        seccomp_json=seccomp.profile_json(request.runtime),
         memory_bytes=limits.memory_bytes,
         nano_cpus=round(limits.cpus * 1e9),
         pids_limit=limits.pids,
