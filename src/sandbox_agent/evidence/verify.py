@@ -221,10 +221,11 @@ def _check_fixture(record: dict[str, Any], allow_missing_source: bool, checks: _
         checks.add("fixture", allow_missing_source, detail + " (not re-hashed)")
         return
     from sandbox_agent.errors import WorkspaceError
-    from sandbox_agent.workspace.hashing import tree_sha256
+    from sandbox_agent.workspace import WorkspaceLimits
+    from sandbox_agent.workspace.workspace import source_sha256
 
     try:
-        now = tree_sha256(source)
+        now = source_sha256(source, WorkspaceLimits())  # bounded like the run's (SR-8 C8-5)
     except WorkspaceError as error:
         checks.add("fixture", False, f"cannot re-hash {source}: {error}")
         return

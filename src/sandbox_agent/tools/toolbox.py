@@ -30,7 +30,7 @@ from sandbox_agent.tools.files import ToolResult
 from sandbox_agent.tools.limits import ToolLimits
 from sandbox_agent.tools.testrun import TestRun
 from sandbox_agent.workspace import Workspace
-from sandbox_agent.workspace.hashing import tree_sha256
+from sandbox_agent.workspace.hashing import mounted_tree_sha256
 
 RUN_LABEL = "sandbox-agent.purpose"
 
@@ -131,7 +131,7 @@ class ToolBox:
         # The container mounts the workspace read-only and only this tool box writes
         # it, so the bytes hashed here are the bytes the tests run on (a sandbox
         # pre-started before an edit sees the edit: the mount is the live folder).
-        tree = None if selector else tree_sha256(self.workspace.root)
+        tree = None if selector else mounted_tree_sha256(self.workspace.root)
         result = self.sandbox.run(request, self.cancel)
         run = TestRun.from_result(
             result,
@@ -195,7 +195,7 @@ class ToolBox:
         """
         if self._last_suite_run is not None:
             tree, run = self._last_suite_run
-            if tree == tree_sha256(self.workspace.root):
+            if tree == mounted_tree_sha256(self.workspace.root):
                 return run.model_copy(update={"reused": True})
         return self.run_tests(None)
 
