@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sandbox_agent.providers.base import ProviderOptions
 from sandbox_agent.sandbox.base import Runtime, SandboxLimits
 from sandbox_agent.tools.contracts import TOOL_NAMES, ToolName
+from sandbox_agent.workspace.diff import DiffLimits
 
 RunStatus = Literal[
     "SUCCEEDED",
@@ -76,6 +77,9 @@ class RunConfig(BaseModel):
     limits: SandboxLimits = SandboxLimits()
     prestart: int = Field(DEFAULT_PRESTART, ge=0, le=MAX_PRESTART)
     """Sandboxes kept ready ahead of the next whole-suite ``run_tests`` (0: start each cold)."""
+    diff_limits: DiffLimits = DiffLimits()
+    """Bounds on the final diff (time, size, difflib's work per file): past them a file is
+    summarised, never diffed unboundedly (SR-8 C8-4)."""
     allowed_tools: tuple[ToolName, ...] = TOOL_NAMES
     """Per-task tool allowlist."""
     trace_dir: Path | None = None

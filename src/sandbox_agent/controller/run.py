@@ -111,8 +111,10 @@ class RunSession:
         from sandbox_agent.policy import Policy
         from sandbox_agent.tools.toolbox import ToolBox
         from sandbox_agent.workspace import Workspace
+        from sandbox_agent.workspace.owner import reap_workspaces_in_background
 
         config = self.config
+        reap_workspaces_in_background()  # what killed runs left: "the next start reaps" (T-22)
         with Workspace.create(self.source.path) as workspace:
             policy = Policy.for_repo(
                 workspace.root, runner=config.runner, allowed_tools=frozenset(config.allowed_tools)
@@ -171,6 +173,7 @@ class RunSession:
                 if on_final_workspace is not None:
                     on_final_workspace(workspace.root)
                 result = self._result(
+                    cancel=cancel,
                     workspace=workspace,
                     policy=policy,
                     state=state,
@@ -189,6 +192,7 @@ class RunSession:
     def _result(
         self,
         *,
+        cancel: CancelToken,
         workspace: Workspace,
         policy: Policy,
         state: LoopState,
@@ -197,9 +201,10 @@ class RunSession:
         trace: TraceWriter,
         started: float,
     ) -> RunResult:
-        diff = workspace.diff()
+        diff = workspace.diff(limits=self.config.diff_limits, cancel=cancel)
         files = workspace.files_changed()
         sha_after = workspace.source_sha256_now()
+        stop = _after_the_loop(stop, cancel)
         final_evidence = (
             None
             if final is None
@@ -326,6 +331,19 @@ def _after_final(stop: LoopStop, final: TestRun, cancel: CancelToken) -> LoopSto
         return LoopStop("cancelled", "cancelled during the final test run")
     if cancel.deadline_passed():
         return LoopStop("timeout", "wall clock ran out during the final test run")
+    return stop
+
+
+def _after_the_loop(stop: LoopStop, cancel: CancelToken) -> LoopStop:
+    """Cancellation or the wall clock during the phases after the loop (the final tests,
+    the diff, the hash of the original) ends the run that way too: those phases stop
+    early for them, so their result is not the run's (SR-8 C8-4)."""
+    if stop.end in ("cancelled", "timeout"):
+        return stop
+    if cancel.cancelled:
+        return LoopStop("cancelled", "cancelled after the loop, during the final checks")
+    if cancel.deadline_passed():
+        return LoopStop("timeout", "wall clock ran out after the loop, during the final checks")
     return stop
 
 

@@ -7,6 +7,7 @@ import shutil
 import tempfile
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from sandbox_agent.errors import UsageError, WorkspaceError
 from sandbox_agent.workspace import diff
@@ -14,6 +15,9 @@ from sandbox_agent.workspace.copy import SkippedEntry, WorkspaceLimits, copy_tre
 from sandbox_agent.workspace.hashing import tree_sha256
 from sandbox_agent.workspace.owner import WORKSPACE_PREFIX, write_owner
 from sandbox_agent.workspace.safefs import SafeFS
+
+if TYPE_CHECKING:
+    from sandbox_agent.sandbox.base import CancelToken
 
 REPO_DIR = "repo"
 OVER_LIMITS = b"over-the-limits\0"
@@ -105,9 +109,12 @@ class Workspace:
         """
         return source_sha256(self.source, self.limits)
 
-    def diff(self) -> str:
-        """Unified diff of the copy against the repository as copied, sorted by path."""
-        return diff.unified_diff(self.base, self.root)
+    def diff(
+        self, *, limits: diff.DiffLimits | None = None, cancel: CancelToken | None = None
+    ) -> str:
+        """Unified diff of the copy against the repository as copied, sorted by path;
+        bounded by ``limits``, cancellation and the deadline (``diff.unified_diff``)."""
+        return diff.unified_diff(self.base, self.root, limits=limits, cancel=cancel)
 
     def files_changed(self) -> list[str]:
         """Sorted relative paths added, modified or deleted in the copy."""
