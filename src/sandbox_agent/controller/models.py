@@ -114,6 +114,12 @@ class FinalTests(BaseModel):
     therefore forge it: SR-2's residual, bounded by the protected tests and the
     tripwire). An evaluation's held-out check is judged ``out_of_process`` instead
     (``evals.heldout``; docs/EVALS.md)."""
+    baseline_tests: int = 0
+    """Test ids the original tree's suite collected at the start (SR-8 C8-1); the verdict
+    passes only when the final run ran every one of them."""
+    missing_tests: list[str] = Field(default_factory=list, max_length=20)
+    """The first of those the final run did not run (``broken:<module>`` for a module of
+    the original that could not be imported and none of whose tests ran)."""
 
 
 class BudgetUsed(BaseModel):

@@ -130,6 +130,8 @@ class RunSession:
             if config.prestart:
                 # Its start overlaps the set-up and the model's first turns.
                 toolbox.prestart(_sandboxes_ahead(self.provider, config.prestart))
+            toolbox.start_baseline()  # the original's test ids, while the model thinks
+            if config.prestart:
                 _import_what_the_end_needs()  # while Docker starts it, not after the last run
             trace = TraceWriter(self.run_dir, self.run_id, Redactor(), on_event)
             state = LoopState()
@@ -184,6 +186,7 @@ class RunSession:
                 )
                 return result
             finally:
+                toolbox.stop_baseline()  # before the workspace goes
                 left = toolbox.discard_prestarted()  # before the workspace goes
                 if left:
                     trace.emit("prestart_cleanup", failures=left[:10])
@@ -208,7 +211,12 @@ class RunSession:
         final_evidence = (
             None
             if final is None
-            else FinalTestEvidence(final.sandbox.status, bool(final.attested), bool(final.passed))
+            else FinalTestEvidence(
+                final.sandbox.status,
+                bool(final.attested),
+                bool(final.passed),
+                final.baseline_failure,
+            )
         )
         verdict = compute_status(
             Evidence(
@@ -235,6 +243,8 @@ class RunSession:
                 failures=int(final.failures),
                 status=str(final.status),
                 reused=final.reused,
+                baseline_tests=final.baseline_tests or 0,
+                missing_tests=list(final.missing_tests[:20]),
             ),
             budget_used=state.used,
             fixture=FixtureIntegrity(
@@ -320,6 +330,8 @@ def _final_fields(final: TestRun) -> dict[str, Any]:
         "attested": final.attested,
         "runtime": final.runtime,
         "reused": final.reused,
+        "baseline_tests": final.baseline_tests,
+        "missing_tests": len(final.missing_tests),
     }
 
 
