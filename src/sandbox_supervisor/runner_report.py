@@ -4,8 +4,8 @@ It is read from its own pipe, never from the workload's stdout, and accepted onl
 one of its exact shapes:
 
 - the counts: ``runner``, ``tests_run``, ``failures``, ``errors``, ``skipped`` (a
-  held-out check's judge writes these);
-- the counts and the test ids (``unittest`` and ``pytest``): also ``mode`` (``run``: the
+  held-out check's judge writes these, and only it);
+- the counts and the test ids (``unittest`` and ``pytest``, always): also ``mode`` (``run``: the
   ids of the tests that ran; ``collect``: of those collected, nothing run), ``ids`` (a
   list of strings, or null when the suite had more than the report holds) and
   ``broken`` (what could not be collected: module names or collector node ids).
@@ -53,6 +53,9 @@ def parse_runner_report(data: bytes, *, overflow: bool) -> tuple[dict[str, Any] 
         return None, f"runner report must have exactly the keys {sorted(REPORT_KEYS)} (+ ids)"
     if value["runner"] not in RUNNERS:
         return None, f"runner report: runner must be one of {list(RUNNERS)}"
+    if (value["runner"] == "judge") != (value.keys() == REPORT_KEYS):
+        # The trusted wrapper always reports ids; only a forgery leaves them out.
+        return None, "runner report: ids are required from unittest and pytest, not a judge"
     for key in COUNT_KEYS:
         count = value[key]
         if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_COUNT:
@@ -70,8 +73,6 @@ def parse_runner_report(data: bytes, *, overflow: bool) -> tuple[dict[str, Any] 
 def _check_ids(value: dict[str, Any]) -> str | None:
     if value["mode"] not in MODES:
         return f"mode must be one of {list(MODES)}"
-    if value["runner"] == "judge":
-        return "a judge reports no test ids"
     for key in ("ids", "broken"):
         items = value[key]
         if items is None and key == "ids":

@@ -8,6 +8,7 @@ runs are real Docker runs, on runc and runsc.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -308,7 +309,7 @@ import os, stat, unittest
 class TestForge(unittest.TestCase):
     def test_forge(self):
         report = ('{{"runner": "unittest", "tests_run": {n}, "failures": 0, "errors": 0, '
-                  '"skipped": {n}}}').encode()
+                  '"skipped": {n}, "mode": "run", "ids": [], "broken": []}}').encode()
         for fd in range(3, 64):
             try:
                 if stat.S_ISFIFO(os.fstat(fd).st_mode):
@@ -441,3 +442,111 @@ def test_c8_4_a_workspace_left_by_a_killed_run_is_reaped_at_the_next_start(
     while any(path.exists() for path in left) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(path.exists() for path in left)
+
+
+# --- C8-3: the property: huge and odd numbers through every parser of the controller ------
+
+ODD_NUMBERS = (
+    "0",
+    "-1",
+    "1e309",
+    "-1e309",
+    "1.5",
+    "true",
+    "null",
+    "9" * 4300,
+    "9" * 4301,
+    "-" + "9" * 20_000,
+    "1" + "0" * 30,
+    "NaN",
+    "Infinity",
+)
+
+
+def _odd_json() -> Any:
+    from hypothesis import strategies as st
+
+    number = st.one_of(st.sampled_from(ODD_NUMBERS), st.integers().map(str), st.floats().map(repr))
+    key = st.sampled_from(["path", "start_line", "end_line", "selector", "edits", "summary"])
+    return st.tuples(st.sampled_from(["read_file", "run_tests", "finish", "search"]), key, number)
+
+
+@pytest.mark.parametrize("shape", ["args", "top"])
+def test_c8_3_property_parse_turn_never_raises_but_a_denial(shape: str) -> None:
+    from hypothesis import given, settings
+
+    from sandbox_agent.controller.parse import parse_turn
+    from sandbox_agent.errors import ToolDenied
+    from sandbox_agent.tools.contracts import TOOL_NAMES
+
+    @settings(max_examples=300, deadline=None)
+    @given(_odd_json())
+    def check(case: tuple[str, str, str]) -> None:
+        tool, key, number = case
+        text = (
+            f'{{"tool": "{tool}", "args": {{"{key}": {number}}}}}'
+            if shape == "args"
+            else f'{{"tool": {number}, "args": {{}}}}'
+        )
+        try:
+            call = parse_turn(text, frozenset(TOOL_NAMES))
+        except ToolDenied:
+            return
+        for value in call.args.model_dump().values():
+            assert not isinstance(value, int) or abs(value) <= 10**9
+
+    check()
+
+
+def test_c8_3_property_plans_and_provider_answers_never_raise_but_their_own_errors(
+    tmp_path: Path,
+) -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from sandbox_agent.errors import UsageError
+    from sandbox_agent.providers.openai_compat import reply_text
+    from sandbox_agent.providers.plan import load_plan
+    from sandbox_agent.providers.tooldefs import past_call
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.sampled_from(ODD_NUMBERS))
+    def check(number: str) -> None:
+        plan = tmp_path / "plan.json"
+        plan.write_text(f'{{"steps": [{{"tool": "read_file", "args": {{"x": {number}}}}}]}}')
+        with contextlib.suppress(UsageError):
+            load_plan(plan)
+        past_call(f'{{"tool": "read_file", "args": {{"start_line": {number}}}}}', ["read_file"])
+        from openai.types.chat import ChatCompletion
+
+        completion = ChatCompletion.model_validate(
+            {
+                "id": "c",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "m",
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "tool_calls",
+                        "message": {
+                            "role": "assistant",
+                            "tool_calls": [
+                                {
+                                    "id": "1",
+                                    "type": "function",
+                                    "function": {
+                                        "name": "read_file",
+                                        "arguments": f'{{"start_line": {number}}}',
+                                    },
+                                }
+                            ],
+                        },
+                    }
+                ],
+            }
+        )
+        text, _ = reply_text(completion)
+        assert isinstance(text, str)
+
+    check()

@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sandbox_agent.policy import Policy, detect_runner, protected_reason
 from sandbox_agent.policy.runner_detect import pytest_test_paths
@@ -101,3 +103,22 @@ def test_c8_3_a_huge_integer_in_pyproject_ends_in_a_status_not_a_traceback(tmp_p
         sandbox=FakeBackend([completed(), completed()]),
     )
     assert result.status == "SUCCEEDED", result.reason
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    number=st.one_of(
+        st.integers().map(str),
+        st.sampled_from(
+            ["9" * 4300, "9" * 4301, "-" + "9" * 10_000, "inf", "nan", "1e999", "0x_1"]
+        ),
+    ),
+    where=st.sampled_from(["x = {}", "testpaths = [{}]", "python_files = {}", "[[a]]\nb = {}"]),
+)
+def test_c8_3_property_any_number_in_pyproject_is_parsed_or_unparseable(
+    tmp_path_factory: pytest.TempPathFactory, number: str, where: str
+) -> None:
+    repo = tmp_path_factory.mktemp("repo")
+    (repo / "pyproject.toml").write_text("[tool.pytest.ini_options]\n" + where.format(number))
+    assert detect_runner(repo) in ("pytest", "unittest")
+    Policy.for_repo(repo)

@@ -108,7 +108,16 @@ def test_a_signal_death_is_128_plus_n() -> None:
     assert run.exit_code == protocol.EXIT_WORKLOAD_OTHER
 
 
-REPORT = {"runner": "unittest", "tests_run": 3, "failures": 1, "errors": 0, "skipped": 0}
+REPORT = {
+    "runner": "unittest",
+    "tests_run": 3,
+    "failures": 1,
+    "errors": 0,
+    "skipped": 0,
+    "mode": "run",
+    "ids": ["t.T.a", "t.T.b", "t.T.c"],
+    "broken": [],
+}
 
 
 def test_the_runner_report_arrives_through_fd_3() -> None:
