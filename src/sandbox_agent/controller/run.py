@@ -167,7 +167,12 @@ class RunSession:
                         "provider_error",
                     ):
                         final = toolbox.run_final_tests()
-                        trace.emit("final_tests", **_final_fields(final))
+                        waited = toolbox.baseline.waited_ms if toolbox.baseline else None
+                        trace.emit(
+                            "final_tests",
+                            **_final_fields(final),
+                            baseline_wait_ms=None if waited is None else round(waited, 1),
+                        )
                         stop = _after_final(stop, final, cancel)
                 except InfrastructureError as error:
                     trace.emit("infrastructure_error", error=summarise_exception(error))

@@ -17,6 +17,7 @@ closes is the honest runner being steered into not running the tests.
 from __future__ import annotations
 
 import threading
+import time
 from typing import NamedTuple
 
 from sandbox_agent.errors import ToolDenied
@@ -81,6 +82,8 @@ class Baseline:
         self._cancel = CancelToken(parent=cancel)
         self._result: SandboxResult | None = None
         self._error: BaseException | None = None
+        self.waited_ms = 0.0
+        """How long ``result`` waited for the run: the baseline's cost on the critical path."""
         self._thread = threading.Thread(target=self._run, args=(sandbox,), name="baseline")
         self._thread.start()
 
@@ -97,7 +100,9 @@ class Baseline:
         Raises:
             InfrastructureError: the sandbox backend could not be reached.
         """
+        began = time.monotonic()
         self._thread.join()
+        self.waited_ms += (time.monotonic() - began) * 1000
         if self._error is not None:
             raise self._error
         assert self._result is not None  # noqa: S101 - set whenever no error was
