@@ -129,7 +129,9 @@ class TestRun(BaseModel):
 
     def evidence(self) -> dict[str, Any]:
         """The JSON-safe ``run_tests`` result (DESIGN.md section 6), without raw output."""
-        return self.model_dump(exclude={"sandbox"}) | {
+        final_only = {"baseline_tests", "missing_tests", "baseline_failure"}
+        excluded = {"sandbox"} | (final_only if self.baseline_tests is None else set())
+        return self.model_dump(exclude=excluded) | {
             "output_truncated": self.sandbox.output_truncated
         }
 
