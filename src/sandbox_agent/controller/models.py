@@ -15,6 +15,7 @@ from sandbox_agent.deps.models import DepsOptions, Package
 from sandbox_agent.providers.base import ProviderOptions
 from sandbox_agent.sandbox.base import Runtime, SandboxLimits
 from sandbox_agent.tools.contracts import TOOL_NAMES, ToolName
+from sandbox_agent.workspace.diff import DiffLimits
 
 RunStatus = Literal[
     "SUCCEEDED",
@@ -77,6 +78,9 @@ class RunConfig(BaseModel):
     limits: SandboxLimits = SandboxLimits()
     prestart: int = Field(DEFAULT_PRESTART, ge=0, le=MAX_PRESTART)
     """Sandboxes kept ready ahead of the next whole-suite ``run_tests`` (0: start each cold)."""
+    diff_limits: DiffLimits = DiffLimits()
+    """Bounds on the final diff (time, size, difflib's work per file): past them a file is
+    summarised, never diffed unboundedly (SR-8 C8-4)."""
     allowed_tools: tuple[ToolName, ...] = TOOL_NAMES
     """Per-task tool allowlist."""
     deps: DepsOptions = DepsOptions()
@@ -114,6 +118,12 @@ class FinalTests(BaseModel):
     therefore forge it: SR-2's residual, bounded by the protected tests and the
     tripwire). An evaluation's held-out check is judged ``out_of_process`` instead
     (``evals.heldout``; docs/EVALS.md)."""
+    baseline_tests: int = 0
+    """Test ids the original tree's suite collected at the start (SR-8 C8-1); the verdict
+    passes only when the final run ran every one of them."""
+    missing_tests: list[str] = Field(default_factory=list, max_length=20)
+    """The first of those the final run did not run (``broken:<module>`` for a module of
+    the original that could not be imported and none of whose tests ran)."""
 
 
 class RunEnvironment(BaseModel):

@@ -122,8 +122,10 @@ class RunSession:
         from sandbox_agent.policy import Policy
         from sandbox_agent.tools.toolbox import ToolBox
         from sandbox_agent.workspace import Workspace
+        from sandbox_agent.workspace.owner import reap_workspaces_in_background
 
         config = self.config
+        reap_workspaces_in_background()  # what killed runs left: "the next start reaps" (T-22)
         with Workspace.create(self.source.path) as workspace:
             policy = Policy.for_repo(
                 workspace.root, runner=config.runner, allowed_tools=frozenset(config.allowed_tools)
@@ -144,6 +146,8 @@ class RunSession:
             if config.prestart:
                 # Its start overlaps the set-up and the model's first turns.
                 toolbox.prestart(_sandboxes_ahead(self.provider, config.prestart))
+            toolbox.start_baseline()  # the original's test ids, while the model thinks
+            if config.prestart:
                 _import_what_the_end_needs()  # while Docker starts it, not after the last run
             trace = TraceWriter(self.run_dir, self.run_id, Redactor(), on_event)
 
@@ -185,7 +189,12 @@ class RunSession:
                         "provider_error",
                     ):
                         final = toolbox.run_final_tests()
-                        trace.emit("final_tests", **_final_fields(final))
+                        waited = toolbox.baseline.waited_ms if toolbox.baseline else None
+                        trace.emit(
+                            "final_tests",
+                            **_final_fields(final),
+                            baseline_wait_ms=None if waited is None else round(waited, 1),
+                        )
                         stop = _after_final(stop, final, cancel)
                 except InfrastructureError as error:
                     trace.emit("infrastructure_error", error=summarise_exception(error))
@@ -193,6 +202,7 @@ class RunSession:
                 if on_final_workspace is not None:
                     on_final_workspace(workspace.root)
                 result = self._result(
+                    cancel=cancel,
                     workspace=workspace,
                     policy=policy,
                     state=state,
@@ -203,6 +213,7 @@ class RunSession:
                 )
                 return result
             finally:
+                toolbox.stop_baseline()  # before the workspace goes
                 left = toolbox.discard_prestarted()  # before the workspace goes
                 if left:
                     trace.emit("prestart_cleanup", failures=left[:10])
@@ -211,6 +222,7 @@ class RunSession:
     def _result(
         self,
         *,
+        cancel: CancelToken,
         workspace: Workspace,
         policy: Policy,
         state: LoopState,
@@ -219,13 +231,19 @@ class RunSession:
         trace: TraceWriter,
         started: float,
     ) -> RunResult:
-        diff = workspace.diff()
+        diff = workspace.diff(limits=self.config.diff_limits, cancel=cancel)
         files = workspace.files_changed()
         sha_after = workspace.source_sha256_now()
+        stop = _after_the_loop(stop, cancel)
         final_evidence = (
             None
             if final is None
-            else FinalTestEvidence(final.sandbox.status, bool(final.attested), bool(final.passed))
+            else FinalTestEvidence(
+                final.sandbox.status,
+                bool(final.attested),
+                bool(final.passed),
+                final.baseline_failure,
+            )
         )
         verdict = compute_status(
             Evidence(
@@ -252,6 +270,8 @@ class RunSession:
                 failures=int(final.failures),
                 status=str(final.status),
                 reused=final.reused,
+                baseline_tests=final.baseline_tests or 0,
+                missing_tests=list(final.missing_tests[:20]),
             ),
             budget_used=state.used,
             fixture=FixtureIntegrity(
@@ -355,6 +375,8 @@ def _final_fields(final: TestRun) -> dict[str, Any]:
         "attested": final.attested,
         "runtime": final.runtime,
         "reused": final.reused,
+        "baseline_tests": final.baseline_tests,
+        "missing_tests": len(final.missing_tests),
     }
 
 
@@ -366,6 +388,19 @@ def _after_final(stop: LoopStop, final: TestRun, cancel: CancelToken) -> LoopSto
         return LoopStop("cancelled", "cancelled during the final test run")
     if cancel.deadline_passed():
         return LoopStop("timeout", "wall clock ran out during the final test run")
+    return stop
+
+
+def _after_the_loop(stop: LoopStop, cancel: CancelToken) -> LoopStop:
+    """Cancellation or the wall clock during the phases after the loop (the final tests,
+    the diff, the hash of the original) ends the run that way too: those phases stop
+    early for them, so their result is not the run's (SR-8 C8-4)."""
+    if stop.end in ("cancelled", "timeout"):
+        return stop
+    if cancel.cancelled:
+        return LoopStop("cancelled", "cancelled after the loop, during the final checks")
+    if cancel.deadline_passed():
+        return LoopStop("timeout", "wall clock ran out after the loop, during the final checks")
     return stop
 
 

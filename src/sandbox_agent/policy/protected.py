@@ -49,6 +49,15 @@ CONTROL_DIR_NAMES = frozenset(
     {"eval", "evals", "evaluation", "policy", "policies", ".sandbox-agent", ".git", ".github"}
 )
 """Evaluation and policy folders (and version-control metadata), at the top level."""
+VCS_DIR_NAMES = frozenset({".git", ".hg", ".svn"})
+"""Version-control folders, at any depth: left out of the copy, so the model must not make
+one either (a reused verdict's hash once left ``.git`` out at any depth, SR-8 C8-2)."""
+VENV_MARKER_NAMES = frozenset({"pyvenv.cfg"})
+VENV_SCRIPT_DIRS = frozenset({"bin", "scripts"})
+VENV_SCRIPT_GLOBS = ("activate*",)
+"""What makes pytest take a folder for a virtual environment and skip it whole
+(``bin/activate*``, ``Scripts/activate*``; ``pyvenv.cfg`` for pytest 8), at any depth:
+one empty marker would hide a test folder (SR-8 C8-1)."""
 RUNNER_MODULE_NAMES = frozenset({"unittest", "pytest", "_pytest", "pluggy", "sandbox_supervisor"})
 """Top-level modules or packages that would shadow the test runner itself."""
 
@@ -69,6 +78,13 @@ def protected_reason(path: str) -> str | None:
             return f"inside the test folder '{folder}'"
         if folder in DEPENDENCY_DIR_NAMES:
             return f"inside the dependency folder '{folder}'"
+    for part in parts:
+        if part in VCS_DIR_NAMES:
+            return f"version-control metadata ('{part}')"
+    if name in VENV_MARKER_NAMES or (
+        len(parts) > 1 and parts[-2] in VENV_SCRIPT_DIRS and _matches(name, VENV_SCRIPT_GLOBS)
+    ):
+        return "a virtual-environment marker (pytest would skip the folder holding it)"
     if parts[0] in CONTROL_DIR_NAMES and len(parts) > 1:
         return f"inside the protected folder '{parts[0]}'"
     if name in TEST_CONFIG_NAMES:

@@ -19,11 +19,11 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sandbox_supervisor.runner_report import MAX_COUNT
+from sandbox_supervisor.runner_report import MAX_COUNT, MAX_TEST_ID_CHARS, MAX_TEST_IDS
 
 Runtime = Literal["runc", "runsc"]
 RUNTIMES: tuple[Runtime, ...] = ("runc", "runsc")
@@ -134,6 +134,9 @@ class SandboxRequest(BaseModel):
     """The repository's dependency environment, or None (then nothing more is mounted)."""
 
 
+TestId = Annotated[str, Field(min_length=1, max_length=MAX_TEST_ID_CHARS)]
+
+
 class RunnerReport(BaseModel):
     """The structured verdict written by the trusted runner wrapper (not the workload's stdout)."""
 
@@ -144,6 +147,13 @@ class RunnerReport(BaseModel):
     failures: int = Field(ge=0, le=MAX_COUNT)
     errors: int = Field(ge=0, le=MAX_COUNT)
     skipped: int = Field(ge=0, le=MAX_COUNT, default=0)
+    mode: Literal["run", "collect"] | None = None
+    """``run``: ``ids`` are the tests that ran; ``collect``: those collected (nothing ran).
+    None: a report without ids (a held-out check's judge)."""
+    ids: tuple[TestId, ...] | None = Field(None, max_length=MAX_TEST_IDS)
+    """The test ids (docs/SANDBOX_PROTOCOL.md); None when absent or more than fit."""
+    broken: tuple[TestId, ...] = Field((), max_length=MAX_TEST_IDS)
+    """What could not be collected: unittest module names, pytest collector node ids."""
 
 
 class AttestationCheck(BaseModel):
@@ -217,12 +227,15 @@ class SandboxResult(BaseModel):
 class CancelToken:
     """A cancellation flag and a deadline, checked before create, before start and while running."""
 
-    def __init__(self, deadline: float | None = None) -> None:
+    def __init__(self, deadline: float | None = None, *, parent: CancelToken | None = None) -> None:
         """Args:
         deadline: a ``time.monotonic()`` instant after which nothing new may start, or None.
+        parent: a token whose cancellation cancels this one too (a background run's own
+            token, which its owner can also cancel alone).
         """
         self._event = threading.Event()
         self.deadline = deadline
+        self._parent = parent
 
     def cancel(self) -> None:
         """Ask every phase to stop; a running sandbox is killed within a second."""
@@ -230,9 +243,11 @@ class CancelToken:
 
     @property
     def cancelled(self) -> bool:
-        return self._event.is_set()
+        return self._event.is_set() or (self._parent is not None and self._parent.cancelled)
 
     def deadline_passed(self) -> bool:
+        if self._parent is not None and self._parent.deadline_passed():
+            return True
         return self.deadline is not None and time.monotonic() >= self.deadline
 
     def wait(self, seconds: float) -> bool:
