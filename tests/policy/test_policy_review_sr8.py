@@ -79,8 +79,9 @@ def test_c8_3_a_huge_integer_in_pyproject_is_unparseable_not_a_crash(
 
 
 def test_c8_3_a_huge_integer_in_pyproject_ends_in_a_status_not_a_traceback(tmp_path: Path) -> None:
-    """The whole run: a repository whose configuration holds a huge integer is a run like
-    any other (its configuration is unparseable, for pytest too), sealed."""
+    """The whole run: a repository whose configuration holds a huge integer gets a one-line
+    usage error before any folder is made (its declarations cannot be read, issue 17),
+    never a traceback."""
     import json
 
     from sandbox_agent.controller import RunConfig, run_task
@@ -92,17 +93,22 @@ def test_c8_3_a_huge_integer_in_pyproject_ends_in_a_status_not_a_traceback(tmp_p
     _repo(repo, f"[tool.pytest.ini_options]\nx = {'9' * 5000}\n")
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"steps": [{"tool": "finish", "args": {"summary": "x"}}]}))
-    result = run_task(
-        RunConfig(
-            task="t",
-            repo=repo,
-            provider="scripted",
-            provider_options=ProviderOptions(plan_path=str(plan)),
-            trace_dir=tmp_path / "runs",
-        ),
-        sandbox=FakeBackend([completed(), completed()]),
-    )
-    assert result.status == "SUCCEEDED", result.reason
+    from sandbox_agent.errors import UsageError
+
+    with pytest.raises(UsageError) as raised:
+        run_task(
+            RunConfig(
+                task="t",
+                repo=repo,
+                provider="scripted",
+                provider_options=ProviderOptions(plan_path=str(plan)),
+                trace_dir=tmp_path / "runs",
+            ),
+            sandbox=FakeBackend([completed(), completed()]),
+        )
+    assert "pyproject.toml is not valid TOML" in str(raised.value)
+    assert "\n" not in str(raised.value)
+    assert not (tmp_path / "runs").exists()
 
 
 @settings(max_examples=150, deadline=None)

@@ -101,7 +101,7 @@ def load(path: Path = FINDINGS_FILE) -> list[Finding]:
     """
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+    except (OSError, ValueError, RecursionError) as error:  # TOMLDecodeError is a ValueError
         raise UsageError(f"{path}: cannot read the findings list ({error})") from error
     try:
         entries = FindingsFile.model_validate(data).finding

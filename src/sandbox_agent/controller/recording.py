@@ -9,6 +9,7 @@ from typing import Any
 from typing_extensions import override
 
 from sandbox_agent.sandbox.base import CancelToken, SandboxBackend, SandboxRequest, SandboxResult
+from sandbox_supervisor.run_tests import COLLECT_ONLY
 
 
 class RecordingBackend(SandboxBackend):
@@ -17,15 +18,16 @@ class RecordingBackend(SandboxBackend):
     def __init__(self, inner: SandboxBackend) -> None:
         self.inner = inner
         self.results: list[SandboxResult] = []
-        self.on_result: Callable[[SandboxResult], None] | None = None
-        """Called with each result as it comes (the session writes it to the trace)."""
+        self.on_result: Callable[[SandboxResult, str], None] | None = None
+        """Called with each result and its purpose as it comes (the session writes them to
+        the trace): ``baseline`` (the original's collect-only run) or ``tests``."""
 
     @override
     def run(self, request: SandboxRequest, cancel: CancelToken | None = None) -> SandboxResult:
         result = self.inner.run(request, cancel)
         self.results.append(result)
         if self.on_result is not None:
-            self.on_result(result)
+            self.on_result(result, purpose(request))
         return result
 
     @override
@@ -61,6 +63,12 @@ class RecordingBackend(SandboxBackend):
                 for r in self.results
             ],
         }
+
+
+def purpose(request: SandboxRequest) -> str:
+    """What a sandbox run was for, as the trace says it: ``baseline`` for the original's
+    collect-only run (issue 20, C8-1), ``tests`` for a test run."""
+    return "baseline" if COLLECT_ONLY in request.argv else "tests"
 
 
 def sandbox_run_fields(result: SandboxResult) -> dict[str, Any]:

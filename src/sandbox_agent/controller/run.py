@@ -151,8 +151,8 @@ class RunSession:
                 _import_what_the_end_needs()  # while Docker starts it, not after the last run
             trace = TraceWriter(self.run_dir, self.run_id, Redactor(), on_event)
 
-            def record_sandbox_run(sandbox_result: SandboxResult) -> None:
-                trace.emit("sandbox_run", **sandbox_run_fields(sandbox_result))
+            def record_sandbox_run(sandbox_result: SandboxResult, purpose: str) -> None:
+                trace.emit("sandbox_run", purpose=purpose, **sandbox_run_fields(sandbox_result))
 
             self.backend.on_result = record_sandbox_run
             state = LoopState()

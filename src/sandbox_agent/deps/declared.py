@@ -100,7 +100,7 @@ def _toml(path: Path) -> dict[str, Any] | None:
         return None
     try:
         return tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, RecursionError) as error:
+    except (ValueError, RecursionError) as error:  # TOMLDecodeError, and digit limits
         raise _error(f"{path.name} is not valid TOML: {str(error)[:200]}") from None
 
 

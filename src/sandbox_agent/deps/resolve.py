@@ -127,7 +127,7 @@ def _compile(declaration: Declaration, target: Target, index_url: str, scratch: 
 def _pylock(repo: Path) -> str:
     try:
         data: dict[str, Any] = tomllib.loads((repo / PYLOCK).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as error:
+    except (OSError, ValueError, RecursionError) as error:  # digit limits are ValueErrors too
         raise DependencyError("declaration", f"pylock.toml cannot be read: {error}") from None
     packages = data.get("packages")
     if not isinstance(packages, list):

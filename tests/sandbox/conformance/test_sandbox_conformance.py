@@ -335,7 +335,13 @@ def test_a_2_gib_allocation_is_oom_killed(
     backend: DockerBackend, workspace: Path, runtime: str
 ) -> None:
     result = python(backend, workspace, runtime, "b = bytearray(2 << 30)")
-    assert result.status == "oom_killed"
+    if runtime == "runsc" and result.status == "refused":
+        # Under gVisor the host's OOM killer ends the whole sandbox, and Docker does not
+        # always flag it (seen under memory pressure, issue 21's soak): no exit report, so
+        # the run is refused. It is never completed; that is the claim that matters.
+        assert not result.exit_report_valid
+        return
+    assert result.status == "oom_killed", result.reason
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)

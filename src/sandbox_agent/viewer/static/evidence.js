@@ -90,8 +90,23 @@ export function renderSandboxRuns(container, transcript, focusTurn) {
     if (item.kind === "turn" && item.call && str(item.call.tool) === "run_tests") rows.push({ item, call: item.call, final: false });
     if (item.kind === "final") rows.push({ item, call: item.final, final: true });
   }
-  if (!rows.length) { container.append(el("p", "No test run was asked for or made.", "muted")); return; }
+  if (!rows.length && !transcript.baseline.length) {
+    container.append(el("p", "No test run was asked for or made.", "muted"));
+    return;
+  }
+  for (const event of transcript.baseline) container.append(renderBaselineCard(event));
   for (const row of rows) container.append(renderSandboxCard(row, transcript, focusTurn));
+}
+
+// The original's tests, collected (not run) at the start: every one must run in the
+// final verdict (issue 20, C8-1).
+function renderBaselineCard(event) {
+  const card = box("section", "sandbox-card sandbox-baseline",
+    box("h4", null, el("span", "Baseline: the original's tests, collected")));
+  card.append(el("p", "A collect-only run of the untouched copy, beside the loop: the final " +
+    "verdict must run every test it lists.", "muted"));
+  card.append(renderSandboxEvent(event));
+  return card;
 }
 
 function renderSandboxCard(row, transcript, focusTurn) {
@@ -114,6 +129,11 @@ function renderSandboxCard(row, transcript, focusTurn) {
     (outcome.attested === false ? "NO" : ""), outcome.attested === true ? "good" : "bad");
   fact(facts, "Exit code", fmt.isNumber(outcome.exit_code) ? String(outcome.exit_code) : (outcome.exit_code === null ? "none (no valid exit report)" : ""));
   fact(facts, "Runtime", str(outcome.runtime));
+  if (final && fmt.isNumber(outcome.baseline_tests)) {
+    const missing = fmt.isNumber(outcome.missing_tests) ? outcome.missing_tests : 0;
+    fact(facts, "Baseline", outcome.baseline_tests + " tests of the original, " +
+      (missing ? missing + " not run: the verdict fails" : "all run"), missing ? "bad" : "good");
+  }
   card.append(facts, renderTestRun(outcome, true));
   for (const event of item.sandbox || []) card.append(renderSandboxEvent(event));
   return card;

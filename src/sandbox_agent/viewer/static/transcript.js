@@ -44,6 +44,7 @@ export class Transcript {
     this.items = [];
     this.current = null;          // the turn still waiting for its call or outcome
     this.pendingSandbox = [];     // sandbox_run events, waiting for the call they belong to
+    this.baseline = [];           // sandbox_run events of the original's collect-only run
     this.pendingNotes = [];       // context_fitted events, shown on the next turn
     this.changedBy = new Map();   // path -> [turn numbers that changed it]
     this.count = 0;
@@ -65,7 +66,10 @@ export class Transcript {
         this.current = item;
         break;
       case "context_fitted": this.pendingNotes.push(event); return null;
-      case "sandbox_run": this.pendingSandbox.push(event); return null;
+      case "sandbox_run":
+        // The baseline runs beside the loop: it belongs to no call (issue 20, C8-1).
+        (str(event.purpose) === "baseline" ? this.baseline : this.pendingSandbox).push(event);
+        return null;
       case "tool_call": item = this.attach("call", event); this.trackChanges(item, event); break;
       case "invalid_output": item = this.attach("invalid", event); break;
       case "tool_error": case "provider_error": item = this.attach("error", event); break;
