@@ -9,67 +9,21 @@ speed, and the turn's latency. Then the sandbox's share of the run's wall time: 
 
 from __future__ import annotations
 
-import datetime as dt
-import itertools
 import json
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 from sandbox_agent.controller import RunConfig, run_task
 from sandbox_agent.controller.models import Budgets
 from sandbox_agent.localmodel import server
+from sandbox_agent.localmodel.timings import sandbox_seconds, turn_rows
 from sandbox_agent.providers.base import ProviderOptions
 
 TASK = "Page numbers start at 1; fix the paginator so that the tests pass."
 TURNS = 5
-
-
-def _seconds(stamp: str) -> float:
-    return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-
-
-def turn_rows(events: list[dict[str, Any]]) -> list[dict[str, float]]:
-    """One row per model turn that carried the server's timings."""
-    rows = []
-    for event in events:
-        timings = event.get("timings") if event["event"] == "model_turn" else None
-        if not timings:
-            continue
-        prompt = float(event["usage"]["input_tokens"])
-        processed = timings.get("prompt_n", prompt)
-        rows.append(
-            {
-                "prompt_tokens": prompt,
-                "processed": processed,
-                "reused": 1 - processed / prompt if prompt else 0.0,
-                "prompt_tps": processed / timings["prompt_ms"] * 1000
-                if timings.get("prompt_ms")
-                else 0.0,
-                "gen_tokens": timings.get("predicted_n", 0.0),
-                "gen_tps": timings["predicted_n"] / timings["predicted_ms"] * 1000
-                if timings.get("predicted_ms")
-                else 0.0,
-                "latency_s": event["duration_ms"] / 1000,
-            }
-        )
-    return rows
-
-
-def sandbox_seconds(events: list[dict[str, Any]]) -> float:
-    """Time in the sandbox: ``run_tests`` calls and the final test run."""
-    total = sum(
-        e.get("duration_ms", 0.0) / 1000
-        for e in events
-        if e["event"] == "tool_call" and e.get("tool") == "run_tests"
-    )
-    for before, event in itertools.pairwise(events):
-        if event["event"] == "final_tests":
-            total += _seconds(event["time"]) - _seconds(before["time"])
-    return total
 
 
 def main(argv: list[str]) -> int:

@@ -110,6 +110,27 @@ def _server() -> dict[str, Any]:
     }
 
 
+def _speed(records: list[RunRecord]) -> dict[str, Any]:
+    """Tokens/s, latency and prompt-cache reuse over every turn of every run's trace, and
+    the share of the runs' wall time spent in sandboxes (issue 16, item 6)."""
+    from sandbox_agent.localmodel.timings import sandbox_seconds, speed_summary, turn_rows
+
+    rows: list[dict[str, float]] = []
+    inside = total = 0.0
+    for record in records:
+        path = Path(record.trace_path)
+        if not path.is_file():
+            continue
+        events = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        rows += turn_rows(events)
+        inside += sandbox_seconds(events) + record.durations.held_out_s
+        total += record.durations.total_s
+    summary: dict[str, Any] = dict(speed_summary(rows))
+    if total:
+        summary["sandbox_share_of_wall"] = round(inside / total, 3)
+    return summary
+
+
 def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_text(cell) for cell in row) + " |" for row in rows]
@@ -135,6 +156,7 @@ def write_local_report(
         else []
     )
     server = _server()
+    speed = _speed([r for report in (fixtures, hef) if report for r in report.runs])
     date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
     data: dict[str, Any] = {
         "date": date,
@@ -144,6 +166,7 @@ def write_local_report(
         "humanevalfix_subset": subset,
         "split_note": SPLIT_NOTE,
         "wall_seconds": round(wall_seconds, 1),
+        "speed": speed,
         "suites": {},
     }
     lines = [
@@ -161,6 +184,8 @@ def write_local_report(
         f"- Budgets: `{json.dumps(budgets)}`",
         f"- HumanEvalFix rows: {split}. {SPLIT_NOTE}",
         f"- Wall time of the whole evaluation: {wall_seconds / 3600:.2f} h",
+        f"- Speed (medians over every agent turn, from the server's own timings): "
+        f"`{json.dumps(speed)}`",
         "",
     ]
     for name, report in (("fixtures", fixtures), ("humanevalfix", hef)):
