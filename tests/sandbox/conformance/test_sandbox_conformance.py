@@ -377,16 +377,14 @@ def test_many_small_processes_never_get_pid1_oom_killed(
     Every workload process now raises its own ``oom_score_adj`` to 1000 before it runs,
     so the killer takes them first: PID 1 survives and reports (runc; under gVisor the
     whole sandbox is killed on OOM either way, see test_a_2_gib_allocation_is_oom_killed)."""
+    # Each child is a bare interpreter, smaller than PID 1 (which holds the supervisor's
+    # modules): before the fix the killer's largest process was PID 1 itself.
     code = """
         import os, time
-        CHILD = (
-            "b = [bytearray(1 << 20) for _ in range(6)]\\n"
-            "for x in b:\\n    for i in range(0, len(x), 4096): x[i] = 1\\n"
-            "import time; time.sleep(30)"
-        )
-        for _ in range(100):
+        for _ in range(200):
             try:
-                os.posix_spawn("/usr/bin/python3", ["python3", "-I", "-S", "-c", CHILD], {})
+                os.posix_spawn("/usr/bin/python3", ["python3", "-I", "-S", "-c",
+                               "b = bytearray(1 << 20)\\nimport time; time.sleep(30)"], {})
             except OSError:
                 break
         time.sleep(20)
