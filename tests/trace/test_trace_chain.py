@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -50,3 +52,34 @@ def test_a_run_folder_is_never_reused(tmp_path: Path) -> None:
     TraceWriter(tmp_path / "run", "r1", Redactor({})).close()
     with pytest.raises(FileExistsError):
         TraceWriter(tmp_path / "run", "r1", Redactor({}))
+
+
+class _SlowRedactor(Redactor):
+    """Widens the window between reading ``seq`` and writing the line, as a busy machine
+    does: a run's baseline thread and its main thread emit at the same moment."""
+
+    def value(self, value: Any) -> Any:
+        time.sleep(0.005)
+        return super().value(value)
+
+
+def test_events_emitted_from_several_threads_keep_one_chain(tmp_path: Path) -> None:
+    """The baseline's collect-only run writes its ``sandbox_run`` event from its own thread
+    while the run's thread writes its own: two lines with the same ``seq`` broke the chain
+    and a good run failed ``verify`` (seen in CI, issue 21)."""
+    writer = TraceWriter(tmp_path / "run", "r1", _SlowRedactor({}))
+
+    def emit_some(thread: int) -> None:
+        for index in range(5):
+            writer.emit("sandbox_run", thread=thread, index=index)
+
+    threads = [threading.Thread(target=emit_some, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    writer.close()
+    events = read_chain(writer.path)
+    assert [event["seq"] for event in events] == list(range(30))
+    last = writer.path.read_bytes().splitlines()[-1]
+    assert writer.head_sha256 == hashlib.sha256(last).hexdigest()

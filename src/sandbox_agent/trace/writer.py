@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,13 @@ def _utc_now() -> str:
 
 
 class TraceWriter:
-    """Appends redacted, chained events to ``RUN_DIR/trace.jsonl`` and passes each to a sink."""
+    """Appends redacted, chained events to ``RUN_DIR/trace.jsonl`` and passes each to a sink.
+
+    Safe to share between threads (a run's baseline runs in its own, and writes its
+    ``sandbox_run`` event from there): each event takes its ``seq`` and its predecessor's
+    hash, is written, becomes the head and reaches the sink under one lock, so lines
+    never interleave or share a ``seq``, and the sink sees them in the chain's order.
+    """
 
     def __init__(
         self,
@@ -51,6 +58,7 @@ class TraceWriter:
         self._redactor = redactor
         self._on_event = on_event
         self._seq = 0
+        self._lock = threading.Lock()
         self._handle = self.path.open("xb")
 
     def redact_text(self, text: str) -> str:
@@ -63,27 +71,30 @@ class TraceWriter:
         Raises:
             ValueError: the writer is closed.
         """
-        record: dict[str, Any] = {
-            "schema": TRACE_SCHEMA,
-            "run_id": self.run_id,
-            "seq": self._seq,
-            "time": _utc_now(),
-            "event": event,
-            **self._redactor.value(fields),
-            "prev_sha256": self.head_sha256,
-        }
-        line = json.dumps(record, ensure_ascii=False, sort_keys=False, default=str).encode()
-        self._handle.write(line + b"\n")
-        self._handle.flush()
-        self.head_sha256 = hashlib.sha256(line).hexdigest()
-        self._seq += 1
-        if self._on_event is not None:
-            self._on_event(record)
+        redacted = self._redactor.value(fields)
+        with self._lock:
+            record: dict[str, Any] = {
+                "schema": TRACE_SCHEMA,
+                "run_id": self.run_id,
+                "seq": self._seq,
+                "time": _utc_now(),
+                "event": event,
+                **redacted,
+                "prev_sha256": self.head_sha256,
+            }
+            line = json.dumps(record, ensure_ascii=False, sort_keys=False, default=str).encode()
+            self._handle.write(line + b"\n")
+            self._handle.flush()
+            self.head_sha256 = hashlib.sha256(line).hexdigest()
+            self._seq += 1
+            if self._on_event is not None:  # in order: a live watcher sees the chain's order
+                self._on_event(record)
         return record
 
     def close(self) -> None:
         """Flush and close the file; later ``emit`` calls raise."""
-        self._handle.close()
+        with self._lock:
+            self._handle.close()
 
 
 def read_chain(path: Path) -> list[dict[str, Any]]:
