@@ -42,6 +42,7 @@ REPORT_DIR = PROJECT_ROOT / "docs" / "results"
 
 def odd_subset(task_ids: list[str], size: int, seed: int = SUBSET_SEED) -> list[str]:
     """``size`` odd-numbered HumanEvalFix ids, drawn with ``seed``, in numeric order."""
+
     def number(task_id: str) -> int:
         return int(task_id.rsplit("-", 1)[1])
 
