@@ -19,6 +19,7 @@ import os
 import queue
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -33,6 +34,7 @@ from sandbox_agent.sandbox.base import CancelToken
 CANCEL_GRACE_S = 60.0
 """How long a cancelled run may take to unwind (remove its sandbox) before the task ends."""
 POLL_S = 0.2
+CANCEL_POLL_S = 0.5
 
 T = TypeVar("T")
 EventSink = Callable[[dict[str, Any]], None]
@@ -84,13 +86,19 @@ def _started() -> Started:
     )
 
 
-def _in_thread(work: Callable[[CancelToken, EventSink], T]) -> Iterator[Event | T]:
+def _in_thread(
+    work: Callable[[CancelToken, EventSink], T],
+    asked_to_cancel: Callable[[], bool] | None = None,
+) -> Iterator[Event | T]:
     """Run ``work`` in a thread; yield its events as they come, then its result.
 
     A ``KeyboardInterrupt`` (``ray.cancel``) or any other interruption while waiting
     cancels the run's token and waits up to ``CANCEL_GRACE_S`` for it to unwind.
+    ``asked_to_cancel`` (polled every ``CANCEL_POLL_S``) cancels the token too, but the
+    run's result still comes back: what Ray's own cancel cannot do.
     """
     token = CancelToken()
+    next_poll = time.monotonic() + CANCEL_POLL_S
     events: queue.Queue[dict[str, Any]] = queue.Queue()
     outcome: list[Any] = []
     failure: list[BaseException] = []
@@ -105,6 +113,10 @@ def _in_thread(work: Callable[[CancelToken, EventSink], T]) -> Iterator[Event | 
     thread.start()
     try:
         while thread.is_alive() or not events.empty():
+            if asked_to_cancel is not None and time.monotonic() >= next_poll:
+                next_poll = time.monotonic() + CANCEL_POLL_S
+                if not token.cancelled and asked_to_cancel():
+                    token.cancel()
             try:
                 yield Event(event=events.get(timeout=POLL_S))
             except queue.Empty:
@@ -149,7 +161,7 @@ def run_eval_case(bundle: CaseBundle, repeat: int, options: EvalOptions) -> Iter
 
 
 def run_service_run(
-    config: RunConfig, fixture: FolderCopy, plan: bytes | None
+    config: RunConfig, fixture: FolderCopy, plan: bytes | None, board: str
 ) -> Iterator[Message]:
     """One service run on this node, its trace events streamed back as they are written."""
     from sandbox_agent.cluster.payload import pack_run_folder, place
@@ -172,7 +184,12 @@ def run_service_run(
             }
         )
         result: RunResult | None = None
-        for item in _in_thread(lambda token, sink: run_task(here, cancel=token, on_event=sink)):
+        asked = functools.partial(_asked_to_cancel, board, str(config.run_id))
+
+        def work(token: CancelToken, sink: EventSink) -> RunResult:
+            return run_task(here, cancel=token, on_event=sink)
+
+        for item in _in_thread(work, asked):
             if isinstance(item, Event):
                 yield item
             else:
@@ -181,6 +198,19 @@ def run_service_run(
         yield Finished(
             payload=result.model_dump_json(), run_folder=pack_run_folder(result.trace_path)
         )
+
+
+def _asked_to_cancel(board: str, run_id: str) -> bool:
+    """Whether the service asked to cancel ``run_id`` (on its cancel board, an actor)."""
+    import ray
+
+    from sandbox_agent.cluster.connect import NAMESPACE
+
+    try:
+        actor = ray.get_actor(board, namespace=NAMESPACE)
+        return bool(ray.get(actor.cancelled.remote(run_id), timeout=10))
+    except Exception:  # the service is gone: nobody is left to receive the result
+        return True
 
 
 def describe() -> dict[str, Any]:

@@ -155,3 +155,5 @@ class RunResult(BaseModel):
     runtime: Runtime = "runc"
     model_summary: str | None = None
     """What the model said when it finished: recorded, never believed."""
+    node: str | None = None
+    """``serve --ray``: the cluster node that ran the run (``ip/node id``); None locally."""

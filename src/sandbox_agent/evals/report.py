@@ -22,7 +22,7 @@ from sandbox_agent.evals.records import (
 )
 
 REPORT_SCHEMA_VERSION = 1
-SIMULATED_PROVIDERS = frozenset({"scripted", "mock-adversarial", "injection"})
+SIMULATED_PROVIDERS = frozenset({"scripted", "scripted-slow", "mock-adversarial", "injection"})
 HARNESS_NOTICE = (
     "Results from the scripted, mock-adversarial and injection providers validate the "
     "harness and the controller's enforcement (replayed reference plans, simulated "
