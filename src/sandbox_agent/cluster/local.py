@@ -15,7 +15,6 @@ import contextlib
 import os
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -84,19 +83,22 @@ def free_port(ip: str) -> int:
 
 
 def _spawn(start: RayStart, runtimes: Sequence[Runtime], log: Path, env: Mapping[str, str]) -> int:
+    """Start one node in a new session, its output appended to ``log``; return its pid.
+
+    ``posix_spawn`` rather than ``Popen``: the node outlives this process (``cluster up``
+    returns), and is reaped by pid (``_reap_child``) when this process is still its parent.
+    """
     argv = [sys.executable, "-m", "sandbox_agent.cluster", "node", start.model_dump_json()]
     argv += [f"--runtime={runtime}" for runtime in runtimes]
     log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("ab") as out:
-        process = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, **env},
-            start_new_session=True,
-        )
-    return process.pid
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 1, str(log), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600),
+        (os.POSIX_SPAWN_DUP2, 1, 2),
+    ]
+    return os.posix_spawn(
+        sys.executable, argv, {**os.environ, **env}, file_actions=actions, setsid=True
+    )
 
 
 def _wait_started(pid: int, log: Path, deadline: float) -> None:

@@ -1,0 +1,182 @@
+"""``eval --ray`` on a real local cluster: a head and two workers, each its own
+``ray start`` on its own loopback address, started once for the module (issue 19).
+
+Every test leaves the cluster as it found it: nodes it adds, it stops. The teardown
+checks that no process of any node is left.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cluster_harness import (
+    all_session_pids,
+    cli,
+    report,
+    running_runs,
+    sandboxes_owned_by,
+    start_cli,
+    wait_for,
+)
+
+from sandbox_agent.cluster import local
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+HEAD = "127.0.0.12"
+WORKERS = ("127.0.0.13", "127.0.0.14")
+VICTIM = "127.0.0.15"
+BROKEN = "127.0.0.16"
+COMPARED = ("task_id", "status", "passed", "clean", "checks", "files_changed", "steps")
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[local.LocalCluster]:
+    started = local.up(head_ip=HEAD, worker_ips=WORKERS, slots=2)
+    try:
+        yield started
+    finally:
+        nodes = list(started.nodes)
+        local.down(started)
+        left = [pid for node in nodes for pid in local.session_pids(node.pid)]
+        assert left == [], f"Ray processes left after the cluster was stopped: {left}"
+
+
+def _eval(cluster: local.LocalCluster, results: Path, *extra: str) -> dict:
+    done = cli("eval", "--ray", cluster.address, "--results-dir", str(results), *extra)
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    return report(results)
+
+
+def test_eval_on_the_cluster_matches_a_local_eval_and_skips_a_node_whose_preflight_failed(
+    cluster: local.LocalCluster, tmp_path: Path
+) -> None:
+    tasks = "paginator-fix,csvtable-fix,hostile-injection,paginator-bad-selector"
+    # This node's Docker does not answer: its preflight fails, it advertises no slot.
+    broken = local.start_node(cluster, BROKEN, env={"DOCKER_HOST": "unix:///nonexistent.sock"})
+    try:
+        remote = _eval(cluster, tmp_path / "ray", "--tasks", tasks)
+    finally:
+        cluster.nodes.remove(broken)
+        local.stop_node(broken)
+    assert local.session_pids(broken.pid) == []
+    done = cli("eval", "--jobs", "2", "--tasks", tasks, "--results-dir", str(tmp_path / "local"))
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    here = report(tmp_path / "local")
+
+    assert remote["summary"] == here["summary"]
+    for run, twin in zip(remote["runs"], here["runs"], strict=True):
+        assert {key: run[key] for key in COMPARED} == {key: twin[key] for key in COMPARED}
+        assert run["heldout"] == twin["heldout"] == {"passed": True, "judge": "out_of_process"}
+    nodes = {node["node"]: node for node in remote["cluster"]["nodes"]}
+    failed = [node for node in nodes.values() if node["node"].startswith(f"{BROKEN}/")]
+    assert len(failed) == 1
+    assert not failed[0]["used"]
+    assert "preflight runc failed (daemon)" in failed[0]["problem"]
+    healthy = {name for name, node in nodes.items() if node["used"]}
+    assert {name.partition("/")[0] for name in healthy} == {HEAD, *WORKERS}
+    assert all(run["node"] in healthy for run in remote["runs"])
+    assert "| node |" in (tmp_path / "ray" / "report.md").read_text(encoding="utf-8")
+    # Each run's folder came back, and its evidence verifies here.
+    for run in remote["runs"][:2]:
+        run_dir = Path(run["trace_path"]).parent
+        assert run_dir.parent == tmp_path / "ray" / "traces"
+        verified = cli("verify", str(run_dir))
+        assert verified.returncode == 0, verified.stdout
+
+
+def test_a_killed_worker_loses_its_runs_which_are_retried_on_other_nodes(
+    cluster: local.LocalCluster, tmp_path: Path
+) -> None:
+    victim = local.start_node(cluster, VICTIM, slots=2)
+    results = tmp_path / "ray"
+    log = tmp_path / "eval.log"
+    tasks = "paginator-fix,csvtable-fix,ratelimit-fix,hostile-injection"
+    try:
+        driver = start_cli(
+            "eval", "--ray", cluster.address, "--provider", "scripted-slow", "--tasks", tasks,
+            "--repeats", "2", "--retry-lost", "--results-dir", str(results), log=log,
+        )  # fmt: skip
+        wait_for(lambda: bool(running_runs(victim)), 180, "a run on the victim node")
+        victim_pids = local.session_pids(victim.pid)
+        local.kill_node(victim)
+        assert local.session_pids(victim.pid) == []
+        assert driver.wait(timeout=300) in (0, 1), log.read_text()[-3000:]
+    finally:
+        cluster.nodes.remove(victim)
+        local.stop_node(victim)
+    found = report(results)
+    assert found["summary"]["runs"] == 8
+    assert found["summary"]["passed"] == 8, "a retried run fails or is missing"
+    lost_name = next(n["node"] for n in found["cluster"]["nodes"] if n["node"].startswith(VICTIM))
+    retried = [run for run in found["runs"] if run["lost_on"]]
+    assert retried, "no run was lost with the victim"
+    assert found["cluster"]["lost_runs"] == found["cluster"]["retried_runs"] == len(retried)
+    for run in retried:
+        assert run["lost_on"] == [lost_name]
+        assert run["node"] != lost_name
+    # Nothing of the killed node's runs is left on Docker, nor of the survivors'.
+    assert sandboxes_owned_by(victim_pids) == []
+    assert sandboxes_owned_by(all_session_pids(cluster)) == []
+
+
+def test_without_retry_a_lost_run_ends_lost_and_never_passes(
+    cluster: local.LocalCluster, tmp_path: Path
+) -> None:
+    victim = local.start_node(cluster, VICTIM, slots=2)
+    results = tmp_path / "ray"
+    log = tmp_path / "eval.log"
+    tasks = "paginator-fix,csvtable-fix,ratelimit-fix,hostile-injection"
+    try:
+        driver = start_cli(
+            "eval", "--ray", cluster.address, "--provider", "scripted-slow", "--tasks", tasks,
+            "--repeats", "2", "--results-dir", str(results), log=log,
+        )  # fmt: skip
+        wait_for(lambda: bool(running_runs(victim)), 180, "a run on the victim node")
+        local.kill_node(victim)
+        assert driver.wait(timeout=300) == 1, log.read_text()[-3000:]
+    finally:
+        cluster.nodes.remove(victim)
+        local.stop_node(victim)
+    found = report(results)
+    lost = [run for run in found["runs"] if run["status"] == "LOST"]
+    assert lost
+    assert found["summary"]["runs"] == 8
+    assert found["summary"]["statuses"]["LOST"] == len(lost)
+    for run in lost:
+        assert not run["passed"]
+        assert run["node"].startswith(f"{VICTIM}/")
+        assert run["heldout"]["passed"] is False
+
+
+def test_ctrl_c_cancels_the_runs_on_every_node(cluster: local.LocalCluster, tmp_path: Path) -> None:
+    log = tmp_path / "eval.log"
+    driver = start_cli(
+        "eval", "--ray", cluster.address, "--provider", "scripted-slow", "--repeats", "2",
+        "--results-dir", str(tmp_path / "ray"), log=log,
+    )  # fmt: skip
+    try:
+        wait_for(
+            lambda: all(running_runs(node) for node in cluster.nodes),
+            180,
+            "a run on every node",
+        )
+        pids = all_session_pids(cluster)
+        driver.send_signal(signal.SIGINT)
+        assert driver.wait(timeout=150) == 130, log.read_text()[-3000:]
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+    wait_for(lambda: not any(running_runs(node) for node in cluster.nodes), 60, "runs to end")
+    # Every node removed its sandboxes before its task ended ("within 60 s" where ~1 s is
+    # expected: the bound protects against a node that never heard of the cancel).
+    deadline = time.monotonic() + 60
+    while sandboxes_owned_by(pids) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert sandboxes_owned_by(pids) == []
+    assert not (tmp_path / "ray" / "report.json").exists()
