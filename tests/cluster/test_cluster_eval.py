@@ -102,6 +102,7 @@ def test_a_killed_worker_loses_its_runs_which_are_retried_on_other_nodes(
             "--repeats", "2", "--retry-lost", "--results-dir", str(results), log=log,
         )  # fmt: skip
         wait_for(lambda: bool(running_runs(victim)), 180, "a run on the victim node")
+        time.sleep(1.0)  # the stimulus: the node dies with its runs under way
         victim_pids = local.session_pids(victim.pid)
         local.kill_node(victim)
         assert local.session_pids(victim.pid) == []
@@ -137,6 +138,7 @@ def test_without_retry_a_lost_run_ends_lost_and_never_passes(
             "--repeats", "2", "--results-dir", str(results), log=log,
         )  # fmt: skip
         wait_for(lambda: bool(running_runs(victim)), 180, "a run on the victim node")
+        time.sleep(1.0)  # the stimulus: the node dies with its runs under way
         local.kill_node(victim)
         assert driver.wait(timeout=300) == 1, log.read_text()[-3000:]
     finally:

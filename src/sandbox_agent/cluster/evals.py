@@ -16,6 +16,7 @@ Faults:
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -25,7 +26,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from sandbox_agent.cluster.connect import NodeInfo, connected, describe_nodes, gcs_reachable
+from sandbox_agent.cluster.connect import (
+    NodeInfo,
+    connected,
+    describe_nodes,
+    gcs_reachable,
+    slots_of,
+)
 from sandbox_agent.cluster.node import slot_resource
 from sandbox_agent.cluster.remote import Finished, Started
 from sandbox_agent.cluster.report import LOST, ClusterReport, NodeReport
@@ -43,6 +50,8 @@ CANCEL_WAIT_S = 90.0
 """After Ctrl-C, how long to wait for every node to unwind its runs (each has 60 s)."""
 
 RecordSink = Callable[[RunRecord], None]
+_RAY_NODE = re.compile(r"Node IP: (?P<ip>[0-9a-fA-F.:]+), node ID: (?P<id>[0-9a-f]{16,})")
+"""How Ray's ``NodeDiedError`` names the node (Ray 2.60)."""
 
 
 class ClusterOptions(BaseModel):
@@ -77,6 +86,8 @@ class _Attempt:
     key: tuple[int, int]
     number: int
     started: Started | None = None
+    node_hint: str | None = None
+    """Where the run was, from Ray's error, when it was lost before ``Started`` came."""
     lost_on: list[str] = field(default_factory=list)
 
 
@@ -210,6 +221,8 @@ class _Scheduler:
         unreachable_since: float | None = None
         while self.pending:
             ready, _ = ray.wait(list(self.pending), num_returns=1, timeout=POLL_S)
+            if ready:  # then every other run with a message waiting, in the same pass
+                ready, _ = ray.wait(list(self.pending), num_returns=len(self.pending), timeout=0)
             for generator in ready:
                 self._advance(generator, submit)
             if gcs_reachable(self.address):
@@ -239,17 +252,47 @@ class _Scheduler:
             return
         except ray.exceptions.RayError as error:  # the node, its worker or its objects are gone
             del self.pending[generator]
-            self._lost(attempt, type(error).__name__, submit)
+            if attempt.started is None:
+                attempt.node_hint = self._node_named_in(str(error))
+            detail = " ".join(str(error).split())[:200]
+            self._lost(attempt, f"{type(error).__name__}: {detail}", submit)
             return
         if isinstance(message, Started):
             attempt.started = message
+            self._ensure_known(message.node_id, message.ip)
         elif isinstance(message, Finished):
             del self.pending[generator]
             self._keep(attempt, self._finished(attempt, message))
 
     def _node_of(self, attempt: _Attempt) -> str | None:
         started = attempt.started
-        return node_name(started.ip, started.node_id) if started else None
+        return node_name(started.ip, started.node_id) if started else attempt.node_hint
+
+    def _ensure_known(self, node_id: str, ip: str) -> None:
+        """A node that joined after the evaluation began is in its report too."""
+        if all(node.node_id != node_id for node in self.nodes):
+            import ray
+
+            listed: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]
+            resources: dict[str, float] = next(
+                (n.get("Resources", {}) for n in listed if n["NodeID"] == node_id), {}
+            )
+            self.nodes.append(NodeInfo(node_id=node_id, ip=ip, slots=slots_of(resources)))
+
+    def _node_named_in(self, text: str) -> str | None:
+        """The node Ray's error names (``Node IP: ..., node ID: ...``, else a known node's
+        id or address): a run lost before its first message still says where it was."""
+        named = _RAY_NODE.search(text)
+        if named is not None:
+            self._ensure_known(named["id"], named["ip"])
+            return node_name(named["ip"], named["id"])
+        for node in self.nodes:
+            if node.node_id in text:
+                return node.name
+        for node in self.nodes:
+            if re.search(rf"(?<![\d.]){re.escape(node.ip)}(?![\d.])", text):
+                return node.name
+        return None
 
     def _finished(self, attempt: _Attempt, message: Finished) -> RunRecord:
         from sandbox_agent.cluster.payload import unpack_run_folder

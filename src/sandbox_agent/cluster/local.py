@@ -12,13 +12,14 @@ never ``ray stop`` (which stops every Ray process of the machine, other people's
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import socket
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -139,8 +140,20 @@ def _spawn_worker(
     return _spawn(start, runtimes or cluster.runtimes, log, env or {}), log
 
 
-def _joined(cluster: LocalCluster, ip: str, pid: int, log: Path, deadline: float) -> NodeProcess:
-    _wait_started(pid, log, deadline)
+def _joined(
+    cluster: LocalCluster,
+    ip: str,
+    spawned: tuple[int, Path],
+    respawn: Callable[[], tuple[int, Path]],
+) -> NodeProcess:
+    """Wait for a spawned node; start it once more if it failed (Ray gives a raylet 30 s
+    to register, which a busy 2-core machine sometimes misses)."""
+    pid, log = spawned
+    try:
+        _wait_started(pid, log, time.monotonic() + START_TIMEOUT_S)
+    except SetupError:
+        pid, log = respawn()
+        _wait_started(pid, log, time.monotonic() + START_TIMEOUT_S)
     node = NodeProcess(
         ip=ip, pid=pid, start_time=process_start_time(pid) or "", head=False, log=log
     )
@@ -161,8 +174,11 @@ def start_node(
     Raises:
         SetupError: the node did not start (its log's tail is in the message).
     """
-    pid, log = _spawn_worker(cluster, ip, slots, runtimes, env)
-    return _joined(cluster, ip, pid, log, time.monotonic() + START_TIMEOUT_S)
+
+    def spawn() -> tuple[int, Path]:
+        return _spawn_worker(cluster, ip, slots, runtimes, env)
+
+    return _joined(cluster, ip, spawn(), spawn)
 
 
 def up(
@@ -190,7 +206,11 @@ def up(
     )
     log = temp_dir / "nodes" / f"{head_ip}.log"
     pid = _spawn(start, runtimes, log, env or {})
-    _wait_started(pid, log, time.monotonic() + START_TIMEOUT_S)
+    try:
+        _wait_started(pid, log, time.monotonic() + START_TIMEOUT_S)
+    except SetupError:  # once more, as for workers (``_joined``)
+        pid = _spawn(start, runtimes, log, env or {})
+        _wait_started(pid, log, time.monotonic() + START_TIMEOUT_S)
     head = NodeProcess(
         ip=head_ip, pid=pid, start_time=process_start_time(pid) or "", head=True, log=log
     )
@@ -206,9 +226,13 @@ def up(
         # Workers start side by side: each one's preflight and start take seconds.
         for ip in worker_ips:
             spawned.append((ip, *_spawn_worker(cluster, ip, slots, runtimes, env)))
-        deadline = time.monotonic() + START_TIMEOUT_S
         for ip, pid, log in spawned:
-            _joined(cluster, ip, pid, log, deadline)
+            _joined(
+                cluster,
+                ip,
+                (pid, log),
+                functools.partial(_spawn_worker, cluster, ip, slots, runtimes, env),
+            )
     except BaseException:
         for _ip, pid, _log in spawned:
             _stop_group(pid, None, grace_s=5.0)
