@@ -7,8 +7,14 @@ checks that no process of any node is left.
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import signal
+import subprocess
+import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,6 +37,7 @@ HEAD = "127.0.0.12"
 WORKERS = ("127.0.0.13", "127.0.0.14")
 VICTIM = "127.0.0.15"
 BROKEN = "127.0.0.16"
+DRIVERS = Path(__file__).parent
 COMPARED = ("task_id", "status", "passed", "clean", "checks", "files_changed", "steps")
 
 
@@ -182,3 +189,104 @@ def test_ctrl_c_cancels_the_runs_on_every_node(cluster: local.LocalCluster, tmp_
         time.sleep(0.5)
     assert sandboxes_owned_by(pids) == []
     assert not (tmp_path / "ray" / "report.json").exists()
+
+
+def test_one_ledger_holds_the_budget_for_concurrent_runs_on_every_node(
+    cluster: local.LocalCluster, tmp_path: Path
+) -> None:
+    from sandbox_agent.ledger.store import Ledger
+
+    ledger_file = tmp_path / "ledger.sqlite3"
+    budget_usd = 0.05  # 500 requests of 100 micro-dollars
+    done = subprocess.run(
+        [sys.executable, str(DRIVERS / "ledger_driver.py"), cluster.address, str(ledger_file),
+         str(budget_usd), "2"],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    results = found["results"]
+    assert found["location"].startswith("ray-actor:")
+    assert {result["node"] for result in results} == set(found["nodes"])
+    assert len(found["nodes"]) == 3
+    assert all(result["refused"] == "experiment_cost" for result in results)
+    # Together, exactly the budget: none passed it, and none was refused while it had room.
+    assert sum(result["granted"] for result in results) == 500
+    assert all(result["granted"] > 0 for result in results), "a node got no request through"
+    (spend,) = Ledger(ledger_file).summary("cluster-ledger-test")
+    assert spend.settled_usd == pytest.approx(budget_usd)
+    assert spend.open_reservations == 0
+    assert spend.requests == 500
+
+
+def _request(url: str, token: str, body: dict | None = None) -> dict:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, method="POST" if data or body == {} else "GET")
+    request.add_header("Authorization", f"Bearer {token}")
+    request.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return json.loads(answer.read())
+
+
+def test_serve_runs_queued_runs_on_the_cluster_with_live_progress_and_cancel(
+    cluster: local.LocalCluster, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    log = tmp_path / "serve.log"
+    env = {"SANDBOX_AGENT_HOME": str(home)}
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "sandbox_agent", "serve", "--ray", cluster.address,
+             "--port", "0", "--provider", "scripted", "--provider", "scripted-slow"],
+            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **env},
+        )  # fmt: skip
+    try:
+        wait_for(lambda: "http://" in log.read_text(), 180, "the server's URL")
+        url = re.search(r"http://[0-9.]+:\d+", log.read_text())[0]  # type: ignore[index]
+        token = (home / "service" / "token").read_text().strip()
+        assert "6 sandbox slots" in log.read_text()
+
+        run_id = _request(f"{url}/runs", token, {"fixture": "paginator", "task": "fix it"})["id"]
+        wait_for(
+            lambda: _request(f"{url}/runs/{run_id}", token)["status"] not in ("QUEUED", "RUNNING"),
+            180,
+            "the run to finish",
+        )
+        view = _request(f"{url}/runs/{run_id}", token)
+        assert view["status"] == "SUCCEEDED"
+        assert view["node"].partition("/")[0] in {HEAD, *WORKERS}
+        assert Path(view["trace_path"]).is_file()
+        assert Path(view["trace_path"]).parent.parent == home / "service" / "runs"
+        assert cli("verify", str(Path(view["trace_path"]).parent)).returncode == 0
+
+        # A slow run, cancelled once its node has streamed events: it ends CANCELLED with
+        # its result and trace, as a local run would.
+        steps = [{"tool": "list_files", "args": {}}] * 60
+        slow = {"fixture": "paginator", "task": "t", "provider": "scripted-slow",
+                "plan": {"steps": steps}}  # fmt: skip
+        slow_id = _request(f"{url}/runs", token, slow)["id"]
+        wait_for(lambda: len(_trace(url, token, slow_id)) >= 3, 180, "live events of the slow run")
+        _request(f"{url}/runs/{slow_id}/cancel", token, {})
+        wait_for(
+            lambda: _request(f"{url}/runs/{slow_id}", token)["status"] != "RUNNING",
+            60,
+            "the cancel to reach the node",
+        )
+        cancelled = _request(f"{url}/runs/{slow_id}", token)
+        assert cancelled["status"] == "CANCELLED"
+        assert cancelled["node"] is not None
+        assert Path(cancelled["trace_path"]).is_file()
+    finally:
+        server.send_signal(signal.SIGINT)
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def _trace(url: str, token: str, run_id: str) -> list[str]:
+    request = urllib.request.Request(f"{url}/runs/{run_id}/trace")
+    request.add_header("Authorization", f"Bearer {token}")
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return answer.read().decode().splitlines()
