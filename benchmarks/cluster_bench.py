@@ -145,7 +145,7 @@ def throughput(repeats: int) -> None:
             for count, ip in ((1, None), (2, "127.0.0.33"), (3, "127.0.0.34")):
                 if ip is not None:
                     local.start_node(cluster, ip, slots=2)
-                wall, passed = _on_cluster(cluster.address, cases, options)
+                wall, passed, _own = _on_cluster(cluster.address, cases, options)
                 walls[count] = wall
                 print(
                     f"  {count} node(s), {2 * count} slots: {runs} runs in {wall:.1f} s, "
