@@ -17,7 +17,8 @@ SOAK_RUNS := $(if $(filter command line environment,$(origin RUNS)),$(RUNS),5)
 export DOCKER_API_VERSION := 1.41
 
 .PHONY: help setup venv docker image image-online demo test test-soak check fmt bench stress browser \
-        adversarial-report live-smoke clean model eval-local cluster-up cluster-down
+        adversarial-report regression-evidence live-smoke clean model eval-local viewer-screenshots \
+        cluster-up cluster-down
 
 help:
 	@echo "make demo    run the paginator demonstration end to end (sets everything up)"
@@ -29,6 +30,7 @@ help:
 	@echo "make stress  sandbox lifecycle stress (RUNS=N)"
 	@echo "make model   build llama-server and fetch the local model (then: --provider local)"
 	@echo "make cluster-up / cluster-down   a local Ray cluster (head + 2 workers on loopback) for --ray auto"
+	@echo "make viewer-screenshots   the run viewer's browser tests, then their screenshots into docs/viewer/"
 
 # uv itself: PyPI is reachable, so a missing uv is installed from there.
 $(UV):
@@ -69,6 +71,11 @@ browser:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	fi
 
+# The run viewer's pictures in docs/VIEWER.md are the browser tests' own screenshots.
+viewer-screenshots: setup browser
+	$(PY) -m pytest -q tests/viewer
+	mkdir -p docs/viewer && cp artifacts/viewer/*.png docs/viewer/
+
 test: setup browser model
 	$(PY) -m pytest $(PYTEST_ARGS)
 
@@ -101,6 +108,11 @@ stress: setup
 
 adversarial-report: setup
 	$(PY) -m sandbox_agent.assurance.adversarial_report
+
+# Every review finding's tests on the code before its fix and on this tree (long: it
+# checks out and runs one old tree per fix); writes docs/REGRESSION_EVIDENCE.md.
+regression-evidence: setup
+	$(PY) -m sandbox_agent.assurance.regression
 
 live-smoke: setup
 	@bash scripts/live-smoke.sh

@@ -40,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "ledger": "sandbox_agent.commands.ledger",
     "model": "sandbox_agent.commands.model",
     "cluster": "sandbox_agent.commands.cluster",
+    "view": "sandbox_agent.commands.view",
 }
 
 

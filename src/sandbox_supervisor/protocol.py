@@ -8,9 +8,10 @@ The workload never holds PID 1's stdout: its stdout and stderr are pipes that PI
 reads and re-wraps in ``STDOUT``/``STDERR`` frames. Whatever the workload prints,
 including a perfect copy of a control frame with the right nonce, arrives at the
 host as the payload of a data frame, never as a frame of its own. That is what makes
-the attestation and the exit report unforgeable from inside. The nonce is not known
-inside either: it arrives on PID 1's stdin (``KIND_CONFIG``), and PID 1, another uid
-than every workload process, holds it only in memory (``sandbox_supervisor.identity``).
+the attestation and the exit report unforgeable from inside. The nonce arrives on
+PID 1's stdin (``KIND_CONFIG``), not its command line, and PID 1 is another uid than
+every workload process (``sandbox_supervisor.identity``). A runner forked from PID 1
+holds a copy of its memory, nonce included; it cannot reach PID 1's stream with it.
 
 Standard library only: this module runs inside the container and on the host.
 """

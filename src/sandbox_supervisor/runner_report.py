@@ -31,8 +31,10 @@ def parse_runner_report(data: bytes, *, overflow: bool) -> tuple[dict[str, Any] 
         return None, "no runner report on fd 3"
     try:
         value = fastjson.loads(data.decode("utf-8"))
-    except ValueError as error:
-        return None, f"runner report is not one JSON object: {error}"[:300]
+    except (ValueError, RecursionError, MemoryError) as error:
+        # Workload bytes: nested past the parser's recursion limit, or digits past
+        # Python's, must never raise out of PID 1 (it exited 126 with no exit record).
+        return None, f"runner report is not one JSON object: {type(error).__name__}"[:300]
     if not isinstance(value, dict) or value.keys() != REPORT_KEYS:
         return None, f"runner report must have exactly the keys {sorted(REPORT_KEYS)}"
     if value["runner"] not in RUNNERS:

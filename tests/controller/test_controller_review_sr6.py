@@ -89,6 +89,10 @@ def test_f3_a_provider_error_after_the_deadline_is_a_timeout(tmp_path: Path) -> 
     gives up because the wall clock ran out ends the run TIMEOUT, not FAILED."""
     seen: list[float | None] = []
 
+    class NoTools:
+        def repository_files(self, most: int) -> tuple[list[str], bool]:
+            return [], False
+
     class Slow:
         name = "slow"
 
@@ -108,7 +112,7 @@ def test_f3_a_provider_error_after_the_deadline_is_a_timeout(tmp_path: Path) -> 
     stop = agent_loop(
         config(tmp_path, []),
         provider=Slow(),
-        toolbox=None,  # type: ignore[arg-type] # never reached
+        toolbox=NoTools(),  # type: ignore[arg-type] # only the task's file listing is asked
         trace=trace,
         state=LoopState(),
         cancel=cancel,

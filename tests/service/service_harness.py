@@ -12,13 +12,12 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from sandbox_agent.service import ServiceSettings, create_app
 from sandbox_agent.service.executor import RunFunction
 from sandbox_agent.service.fake_run import FakeRunFunction
 from sandbox_agent.service.models import IN_FLIGHT, PreflightStatus
-from sandbox_agent.service.server import server_config
+from sandbox_agent.service.server import build_server
 
 TOKEN = "test-token-0123456789abcdef"
 FIXTURE_NAMES = ("paginator", "textstats")
@@ -34,8 +33,7 @@ class LiveServer:
         self._socket.bind(("127.0.0.1", 0))
         self.port = self._socket.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        config = server_config(self.app, settings, log_level="warning", lifespan="on")
-        self._server = uvicorn.Server(config)
+        self._server = build_server(self.app, settings, log_level="warning", lifespan="on")
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True
         )

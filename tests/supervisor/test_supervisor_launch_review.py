@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from supervisor_helpers import valid_config
 
+from sandbox_agent.sandbox.spec import SUPERVISOR_COMMAND
 from sandbox_supervisor import launch, protocol
 
 SRC = Path(__file__).parents[2] / "src"
@@ -31,6 +32,8 @@ PYTHON = "/usr/bin/python3"
 NONCE = "fedcba9876543210fedcba9876543210"
 PID1_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
 """PID 1's own environment (the container's: ``spec.BASE_ENV``)."""
+PID1_INTERPRETER = SUPERVISOR_COMMAND[: SUPERVISOR_COMMAND.index("-m")]
+"""PID 1's interpreter and flags, as the container starts it (F2 was a flag of PID 1's)."""
 
 pytestmark = pytest.mark.skipif(not Path(PYTHON).exists(), reason="needs Debian's python3")
 
@@ -99,7 +102,7 @@ def _pid1(
     config["expect"]["env"] = PID1_ENV
     secrets = tmp_path / "pid1_secrets"
     done = subprocess.run(
-        [PYTHON, "-I", "-B", "-c", PID1, json.dumps(config), str(secrets)],
+        [*PID1_INTERPRETER, "-c", PID1, json.dumps(config), str(secrets)],
         input=protocol.GO,  # the host's go on PID 1's stdin
         capture_output=True,
         timeout=60,

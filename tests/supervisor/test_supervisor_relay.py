@@ -128,6 +128,12 @@ def test_the_runner_report_arrives_through_fd_3() -> None:
         (json.dumps({**REPORT, "tests_run": -1}).encode(), "tests_run"),
         (json.dumps({**REPORT, "failures": True}).encode(), "failures"),
         (b" " * (protocol.MAX_RUNNER_REPORT_BYTES + 1), "exceeds"),
+        # Outside review (issue 15's red team, F4): nesting past the parser's recursion
+        # limit raised RecursionError out of PID 1, which exited 126 with no exit record.
+        (b"[" * 5000 + b"]" * 5000, "not one JSON object"),
+        (b'{"runner": ' + b"[" * 5000 + b"]" * 5000 + b"}", "not one JSON object"),
+        (b"{\"tests_run\": " + b"9" * 5000 + b"}", "not one JSON object"),
+        (json.dumps({**REPORT, "tests_run": 10**12}).encode(), "tests_run"),
     ],
 )
 def test_a_bad_runner_report_is_null_with_a_reason(payload: bytes, error: str) -> None:

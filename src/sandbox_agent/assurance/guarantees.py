@@ -78,7 +78,15 @@ def resolve_reference(reference: str) -> str | None:
 class CollectedTest(NamedTuple):
     nodeid: str
     skip: str | None
-    """Why pytest would skip it in this environment, or None."""
+    """Why pytest would skip it in this environment (an xfail counts), or None."""
+    skip_only: str | None = None
+    """Why it would be skipped here by a skip mark or the Docker rule (not an xfail)."""
+    xfail: str | None = None
+    """The xfail reason when every case is an expected failure, else None."""
+    strict: bool = False
+    """Every case is a strict xfail (an open finding)."""
+    docker: bool = False
+    """Some case is a Docker test."""
 
 
 def collect(test_ids: Iterable[str], root: Path = PROJECT_ROOT) -> dict[str, CollectedTest]:
@@ -113,14 +121,31 @@ def collect(test_ids: Iterable[str], root: Path = PROJECT_ROOT) -> dict[str, Col
         rows = json.loads(out.read_text())
     found: dict[str, CollectedTest] = {}
     for row in rows:
+        case = CollectedTest(
+            row["nodeid"],
+            row["skip"],
+            row.get("skip_only"),
+            row.get("xfail"),
+            bool(row.get("strict")),
+            bool(row.get("docker")),
+        )
         # A parametrized test is named by its function: it resolves when every case does.
         for key in {row["nodeid"], row["nodeid"].split("[", 1)[0]}:
-            if found.get(key) is None or found[key].skip is None:
-                found[key] = CollectedTest(key, row["skip"] or found.get(key, _NONE).skip)
+            seen = found.get(key)
+            found[key] = case._replace(nodeid=key) if seen is None else _merged(seen, case)
     return found
 
 
-_NONE = CollectedTest("", None)
+def _merged(seen: CollectedTest, case: CollectedTest) -> CollectedTest:
+    """One function's cases as one row: skipped if any case is, an xfail if every case is."""
+    both_xfail = seen.xfail is not None and case.xfail is not None
+    return seen._replace(
+        skip=seen.skip or case.skip,
+        skip_only=seen.skip_only or case.skip_only,
+        xfail=seen.xfail if both_xfail else None,
+        strict=both_xfail and seen.strict and case.strict,
+        docker=seen.docker or case.docker,
+    )
 
 
 def _env_with(out: Path) -> dict[str, str]:

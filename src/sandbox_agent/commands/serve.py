@@ -42,6 +42,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="close a connection that has not sent a whole request head by then",
     )
+    parser.add_argument(
+        "--body-timeout",
+        type=float,
+        default=defaults.DEFAULT_BODY_TIMEOUT_S,
+        metavar="SECONDS",
+        help="close a connection whose request body has not all arrived this long after its head",
+    )
+    parser.add_argument(
+        "--send-timeout",
+        type=float,
+        default=defaults.DEFAULT_SEND_TIMEOUT_S,
+        metavar="SECONDS",
+        help="cut a connection that has taken none of its answer for this long",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=int,
+        default=defaults.DEFAULT_MAX_CONNECTIONS,
+        metavar="N",
+        help="connections open at once; one more is answered 503 and closed",
+    )
+    parser.add_argument(
+        "--stop-timeout",
+        type=float,
+        default=defaults.DEFAULT_STOP_TIMEOUT_S,
+        metavar="SECONDS",
+        help="on SIGTERM/SIGINT: runs are cancelled at once; the process ends within this",
+    )
+    parser.add_argument(
+        "--trusted-proxy",
+        action="append",
+        dest="trusted_proxies",
+        metavar="ADDRESS",
+        help="believe X-Forwarded-For from this address (repeat); default: from none",
+    )
     parser.add_argument("--fixtures-dir", type=Path, help="the folder of named fixtures")
     parser.add_argument(
         "--runtime", choices=("runc", "runsc"), default="runc", help="sandbox runtime"
@@ -62,15 +97,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+PRIVATE_UMASK = 0o077
+"""Everything the server makes (database, plans, traces, run records) is its owner's only."""
+
+_FLAGS = {
+    "head_timeout_s": "--head-timeout",
+    "body_timeout_s": "--body-timeout",
+    "send_timeout_s": "--send-timeout",
+    "stop_timeout_s": "--stop-timeout",
+    "trusted_proxies": "--trusted-proxy",
+}
+
+
 def run(args: argparse.Namespace) -> int:
     """Check the flags, bind, load or make the token, then serve until interrupted.
 
     The URL is printed (with the port chosen for ``--port 0``) once the socket listens,
-    so whoever reads it can connect at once.
+    so whoever reads it can connect at once. Once the flags are checked, the process umask
+    becomes 077, so that nothing the server or its runs make is readable by other users.
 
     Raises:
         UsageError: a bad flag, or a non-loopback address without ``--token-file``.
-        SetupError: the token file is unusable.
+        SetupError: the token file is unusable, or another server uses the database.
     """
     from sandbox_agent.errors import UsageError
     from sandbox_agent.service.settings import is_loopback
@@ -91,14 +139,17 @@ def run(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace, listener: socket.socket) -> int:
     """Load or make the token, then serve on ``listener`` until interrupted."""
-    import uvicorn
+    import os
+    import sqlite3
+
     from pydantic import ValidationError
 
-    from sandbox_agent.errors import UsageError
+    from sandbox_agent.errors import SetupError, UsageError
     from sandbox_agent.service import ServiceSettings, create_app
     from sandbox_agent.service.auth import load_or_create_token
-    from sandbox_agent.service.server import server_config
+    from sandbox_agent.service.server import build_server
     from sandbox_agent.service.settings import service_home
+    from sandbox_agent.service.store import RunStore
 
     token_path: Path = args.token_file or service_home() / "token"
     token = load_or_create_token(token_path)
@@ -111,6 +162,11 @@ def _serve(args: argparse.Namespace, listener: socket.socket) -> int:
         "max_concurrent": args.max_concurrent,
         "max_queue": args.max_queue,
         "head_timeout_s": args.head_timeout,
+        "body_timeout_s": args.body_timeout,
+        "send_timeout_s": args.send_timeout,
+        "max_connections": args.max_connections,
+        "stop_timeout_s": args.stop_timeout,
+        "trusted_proxies": tuple(args.trusted_proxies) if args.trusted_proxies else None,
         "runtime": args.runtime,
         "providers": tuple(args.providers) if args.providers else None,
     }
@@ -121,8 +177,17 @@ def _serve(args: argparse.Namespace, listener: socket.socket) -> int:
     except ValidationError as error:
         problem = error.errors()[0]
         field = str(problem["loc"][0])
-        flag = "--head-timeout" if field == "head_timeout_s" else "--" + field.replace("_", "-")
+        flag = _FLAGS.get(field, "--" + field.replace("_", "-"))
         raise UsageError(f"{flag}: {problem['msg']}") from None
+    os.umask(PRIVATE_UMASK)
+    # One server per database: refuse here, in one line, before the URL is printed. The
+    # app's own store takes the lock again for the server's lifetime.
+    try:
+        RunStore(settings.db_path, busy_timeout_s=settings.db_busy_timeout_s).close()
+    except sqlite3.Error as error:
+        raise SetupError(
+            f"cannot open the database {settings.db_path} ({error}): give another --db"
+        ) from None
     host, port = listener.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     if args.ray:
@@ -142,11 +207,10 @@ def _serve(args: argparse.Namespace, listener: socket.socket) -> int:
                 f"sandbox-agent serve: http://{shown}:{port}/ (token in {token_path})", flush=True
             )
             app = create_app(settings, run_fn)
-            uvicorn.Server(server_config(app, settings, log_level="info")).run(sockets=[listener])
+            build_server(app, settings, log_level="info").run(sockets=[listener])
         return 0
     print(f"sandbox-agent serve: http://{shown}:{port}/ (token in {token_path})", flush=True)
-    server = uvicorn.Server(server_config(create_app(settings), settings, log_level="info"))
-    server.run(sockets=[listener])
+    build_server(create_app(settings), settings, log_level="info").run(sockets=[listener])
     return 0
 
 

@@ -121,12 +121,13 @@ def agent_loop(
     allowed = frozenset(config.allowed_tools)
     tools = tool_definitions(config.allowed_tools)
     fitter = _context_fitter(provider)
+    task = records.task_message(config.task, *toolbox.repository_files(records.MAX_FILES_WITH_TASK))
     while True:
         if (stop := check_budgets(config, state, cancel)) is not None:
             return stop
         request = ModelRequest(
             system=records.SYSTEM_PROMPT,
-            task=config.task,
+            task=task,
             tools=tools,
             history=state.history,
             deadline=cancel.deadline,

@@ -1,6 +1,10 @@
-"""A sandbox backend wrapper that keeps the evidence digests of every run it relays."""
+"""A sandbox backend wrapper that keeps the evidence digests of every run it relays, and
+hands each run's evidence to the trace (``sandbox_run`` events)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 from typing_extensions import override
 
@@ -13,11 +17,15 @@ class RecordingBackend(SandboxBackend):
     def __init__(self, inner: SandboxBackend) -> None:
         self.inner = inner
         self.results: list[SandboxResult] = []
+        self.on_result: Callable[[SandboxResult], None] | None = None
+        """Called with each result as it comes (the session writes it to the trace)."""
 
     @override
     def run(self, request: SandboxRequest, cancel: CancelToken | None = None) -> SandboxResult:
         result = self.inner.run(request, cancel)
         self.results.append(result)
+        if self.on_result is not None:
+            self.on_result(result)
         return result
 
     @override
@@ -53,3 +61,43 @@ class RecordingBackend(SandboxBackend):
                 for r in self.results
             ],
         }
+
+
+def sandbox_run_fields(result: SandboxResult) -> dict[str, Any]:
+    """One sandbox run's evidence for the trace's ``sandbox_run`` event: the
+    classification, PID 1's attestation (each check), its exit report, the trusted
+    runner's report, the runtime and the clean-up; never the workload's output."""
+    diagnostics = result.diagnostics
+    runner = result.runner_report
+    return {
+        "status": result.status,
+        "reason": result.reason,
+        "started": result.started,
+        "runtime": result.runtime,
+        "prestarted": result.prestarted,
+        "attested": result.attested,
+        "attestation": {
+            "status": diagnostics.attestation,
+            "checks": [check.model_dump() for check in result.attestation_checks],
+            "sha256": result.attestation_sha256,
+        },
+        "exit_report": {
+            "status": diagnostics.exit_report,
+            **(result.exit_report or {}),
+            "sha256": result.exit_report_sha256,
+        },
+        "runner_report": runner.model_dump() if runner else None,
+        "output_bytes_kept": len(result.output),
+        "output_truncated": result.output_truncated,
+        "cleanup": result.cleanup,
+        "image_id": result.image_id,
+        "spec_sha256": result.spec_sha256,
+        "phase_ms": result.phase_ms,
+        "diagnostics": {
+            "phase": diagnostics.phase,
+            "docker_state": diagnostics.docker_state,
+            "docker_exit_code": diagnostics.docker_exit_code,
+            "verification": diagnostics.verification,
+            "detail": diagnostics.detail,
+        },
+    }

@@ -20,8 +20,18 @@ SYSTEM_PROMPT = (
     "There is no shell. Tests run only through run_tests. Call finish when you are done; the "
     "controller runs the tests itself and decides whether the task succeeded."
 )
+MAX_FILES_WITH_TASK = 100
+"""The repository's files shown with the task, at most (``task_message``)."""
 MAX_SUMMARY_CHARS = 160
 EVIDENCE_KEYS = ("status", "exit_code", "tests_run", "failures", "attested", "runtime")
+
+
+def task_message(task: str, files: list[str], truncated: bool) -> str:
+    """The task as the model reads it: the user's text, then the repository's files (the
+    controller's own listing, not a tool call), so a model starts from paths that exist."""
+    more = f"\n(only the first {len(files)}; list_files shows a folder's)" if truncated else ""
+    listing = "\n".join(files) if files else "(no files)"
+    return f"{task}\n\nFiles in the repository:\n{listing}{more}"
 
 
 def observation(outcome: ToolOutcome) -> str:

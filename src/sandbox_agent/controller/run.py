@@ -24,13 +24,13 @@ from sandbox_agent.controller.models import (
     RunResult,
     ToolCallRecord,
 )
-from sandbox_agent.controller.recording import RecordingBackend
+from sandbox_agent.controller.recording import RecordingBackend, sandbox_run_fields
 from sandbox_agent.controller.source import Source, resolve_source
 from sandbox_agent.controller.status import Evidence, FinalTestEvidence, compute_status
 from sandbox_agent.errors import InfrastructureError, UsageError
 from sandbox_agent.providers import create_provider
 from sandbox_agent.providers.base import KnowsItsPlan, Provider
-from sandbox_agent.sandbox.base import CancelToken, SandboxBackend
+from sandbox_agent.sandbox.base import CancelToken, SandboxBackend, SandboxResult
 from sandbox_agent.settings import state_home
 from sandbox_agent.trace import Redactor, TraceWriter, summarise_exception
 
@@ -130,6 +130,11 @@ class RunSession:
                 toolbox.prestart(_sandboxes_ahead(self.provider, config.prestart))
                 _import_what_the_end_needs()  # while Docker starts it, not after the last run
             trace = TraceWriter(self.run_dir, self.run_id, Redactor(), on_event)
+
+            def record_sandbox_run(sandbox_result: SandboxResult) -> None:
+                trace.emit("sandbox_run", **sandbox_run_fields(sandbox_result))
+
+            self.backend.on_result = record_sandbox_run
             state = LoopState()
             result: RunResult | None = None
             stop = LoopStop("sandbox_error", "the run ended before the loop finished")

@@ -32,6 +32,7 @@ from sandbox_agent.evidence.seal import (
 RESULT_FILE = "result.json"
 DIFF_FILE = "diff.patch"
 SOURCE_MISSING = "source not available"
+SOURCE_NOT_REHASHED = "the original was not re-hashed ('sandbox-agent verify RUN_DIR' does)"
 CHECK_NAMES = ("evidence", "signature", "trace_chain", "trace_head", "result", "diff", "fixture")
 
 
@@ -152,7 +153,8 @@ def _check_chain(run_dir: Path, record: dict[str, Any] | None, checks: _Checks) 
     walk = walk_chain(run_dir / TRACE_FILE, run_id=run_id if isinstance(run_id, str) else None)
     if walk.first_bad is not None:
         bad = walk.first_bad
-        checks.add("trace_chain", False, f"line {bad.line} (seq {bad.seq}): {bad.reason}")
+        seq = f" (seq {bad.seq})" if bad.seq is not None else ""
+        checks.add("trace_chain", False, f"line {bad.line}{seq}: {bad.reason}")
     else:
         checks.add("trace_chain", True, f"{walk.events} events chained")
     if record is None:
@@ -206,7 +208,9 @@ def _check_diff(run_dir: Path, record: dict[str, Any], checks: _Checks) -> None:
     checks.add("diff", True, f"sha256 {actual[:16]}... as sealed")
 
 
-def _check_fixture(record: dict[str, Any], allow_missing_source: bool, checks: _Checks) -> None:
+def _check_fixture(
+    record: dict[str, Any], allow_missing_source: bool, rehash_source: bool, checks: _Checks
+) -> None:
     before, after = record["fixture_sha256_before"], record["fixture_sha256_after"]
     claimed = record["result"].get("fixture") or {}
     if (claimed.get("sha256_before"), claimed.get("sha256_after")) != (before, after):
@@ -214,6 +218,10 @@ def _check_fixture(record: dict[str, Any], allow_missing_source: bool, checks: _
         return
     if claimed.get("intact") != (before == after):
         checks.add("fixture", False, f"the result claims intact={claimed.get('intact')}")
+        return
+    if not rehash_source:
+        detail = f"sealed hashes agree with the result; {SOURCE_NOT_REHASHED}"
+        checks.add("fixture", True, detail)
         return
     source = Path(str(record["source_path"]))
     if not source.is_dir():
@@ -239,6 +247,7 @@ def verify_run(
     *,
     public_key: Ed25519PublicKey | None = None,
     allow_missing_source: bool = False,
+    rehash_source: bool = True,
 ) -> VerifyReport:
     """Check a run's sealed evidence against its folder and its original repository.
 
@@ -251,6 +260,9 @@ def verify_run(
             (the signature check fails when there is neither).
         allow_missing_source: pass the fixture check when the original repository is no
             longer on this machine (the sealed hashes are still compared with the result).
+        rehash_source: False to leave the original alone (the sealed hashes are still
+            compared with the result): the run viewer reads nothing outside the folder it
+            serves, and a hostile record could name any folder as its source.
 
     Raises:
         UsageError: this host's public key file exists but cannot be read.
@@ -269,7 +281,7 @@ def verify_run(
     if record is not None:
         _check_result(run_dir, record, checks)
         _check_diff(run_dir, record, checks)
-        _check_fixture(record, allow_missing_source, checks)
+        _check_fixture(record, allow_missing_source, rehash_source, checks)
     else:
         for name in ("result", "diff", "fixture"):
             checks.add(name, False, "no sealed record to compare with")

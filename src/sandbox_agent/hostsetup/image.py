@@ -160,12 +160,17 @@ def _docker_client() -> docker.DockerClient:
     return docker.from_env(version=DOCKER_API_VERSION, timeout=600)
 
 
-def _image_exists(image_id: str) -> bool:
+def _image_exists(image_id: str, tag: str | None = None) -> bool:
+    """Whether ``image_id`` is there; with ``tag``, made sure it carries that tag too (an
+    image whose tag another checkout's build took away is tagged again, not rebuilt)."""
     import docker.errors
 
     client = _docker_client()
     try:
-        client.images.get(image_id)
+        image = client.images.get(image_id)
+        if tag is not None and tag not in image.tags:
+            repository, _, version = tag.partition(":")
+            image.tag(repository, version)
     except docker.errors.ImageNotFound:
         return False
     finally:
@@ -351,7 +356,11 @@ def _write_record(record: ImageRecord) -> ImageRecord:
 def ensure() -> ImageRecord:
     """The recorded image if it matches the current inputs and exists; otherwise build it."""
     record = load_record()
-    if record is not None and record.tag == expected_tag() and _image_exists(record.image_id):
+    if (
+        record is not None
+        and record.tag == expected_tag()
+        and _image_exists(record.image_id, record.tag)
+    ):
         return record
     return build()
 

@@ -19,7 +19,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -82,6 +82,11 @@ CANDIDATE_ARGV: tuple[str, ...] = (
 )
 
 
+MAX_JUDGE_SOURCE_CHARS = 128 * 1024
+"""A held-out module's text, at most: escaped in PID 1's config (up to 6 bytes a
+character), it must fit ``protocol.MAX_CONFIG_BYTES`` (1 MiB) with room to spare."""
+
+
 class JudgeRequest(BaseModel):
     """A held-out check, judged out of process (issue 15; ``sandbox_supervisor.judge``)."""
 
@@ -89,7 +94,7 @@ class JudgeRequest(BaseModel):
 
     module_name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
     """The held-out unittest module's name, inside the judge."""
-    source: str = Field(max_length=256 * 1024)
+    source: str = Field(max_length=MAX_JUDGE_SOURCE_CHARS)
     """Its text: trusted evaluation data. It reaches the judge through PID 1's memory,
     never the workspace, so the code under test never sees the expected values."""
     candidate_argv: tuple[str, ...] = CANDIDATE_ARGV
@@ -125,6 +130,16 @@ class RunnerReport(BaseModel):
     failures: int = Field(ge=0, le=MAX_COUNT)
     errors: int = Field(ge=0, le=MAX_COUNT)
     skipped: int = Field(ge=0, le=MAX_COUNT, default=0)
+
+
+class AttestationCheck(BaseModel):
+    """One of PID 1's isolation checks, as its attestation record lists it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    ok: bool
+    detail: str = ""
 
 
 class Diagnostics(BaseModel):
@@ -175,6 +190,12 @@ class SandboxResult(BaseModel):
     exit_report_sha256: str | None = None
     cleanup: str = "not needed"
     """``removed``, ``not needed`` or ``failed: <why>`` (then left to the reaper)."""
+    attestation_checks: list[AttestationCheck] = Field(default_factory=list)
+    """PID 1's checks as its attestation listed them, each bounded (none when no
+    well-formed attestation arrived); whether they hold is ``attested``."""
+    exit_report: dict[str, Any] | None = None
+    """PID 1's exit report (signal, timeout, output bytes, duration, launch, OOM kills,
+    runner report problem), when it was valid; its nonce is left out."""
     phase_ms: dict[str, float] = Field(default_factory=dict)
     diagnostics: Diagnostics = Field(default_factory=Diagnostics)
 

@@ -34,6 +34,7 @@ from sandbox_agent.sandbox.owner import owner_value
 from sandbox_agent.sandbox.prestart import Prestarter
 from sandbox_agent.sandbox.spec import GO_TIMEOUT_S, build_spec, verify
 from sandbox_agent.sandbox.waiting import StartedSandbox, wait_for_exit
+from sandbox_supervisor.protocol import MAX_CONFIG_BYTES
 
 DOCKER_API_VERSION = "1.41"
 DOCKER_TIMEOUT_S = 30.0
@@ -168,6 +169,9 @@ class DockerBackend(SandboxBackend):
             request, self.image_id, nonce, self.owner, go_timeout_s=self._go_timeout_s
         )
         phase_ms: dict[str, float] = {}
+        if len(spec.config.encode("utf-8")) > MAX_CONFIG_BYTES:
+            why = f"PID 1's config is over {MAX_CONFIG_BYTES} bytes (a held-out check too large?)"
+            return _refused(request, "create", why, {})
         started_at = time.monotonic()
         try:
             created = self.api.create_container_from_config(spec.create_body())

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sandbox_agent.sandbox.base import RunnerReport, Runtime
+from sandbox_agent.sandbox.base import AttestationCheck, RunnerReport, Runtime
 
 PROTOCOL_VERSION = 1
 REQUIRED_CHECKS = (
@@ -36,14 +36,8 @@ REQUIRED_CHECKS = (
 )
 """docs/SANDBOX_PROTOCOL.md: every name is required on both runtimes."""
 MAX_WHY = 200
-
-
-class AttestationCheck(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str
-    ok: bool
-    detail: str = ""
+MAX_CHECKS_KEPT = 64
+"""At most this many of an attestation's checks are kept for the record."""
 
 
 class Attestation(BaseModel):
@@ -113,6 +107,41 @@ def check_attestation(payload: bytes, nonce: str, runtime: Runtime) -> tuple[boo
     if failed or not record.ok:
         return False, _short(f"failed: {', '.join(failed) or 'ok is false'}")
     return True, "valid"
+
+
+def attestation_checks(payload: bytes) -> list[AttestationCheck]:
+    """An attestation's checks, for the record (bounded; none when it is malformed).
+
+    They describe; ``check_attestation`` decides.
+    """
+    record, _ = _parse(Attestation, payload)
+    if not isinstance(record, Attestation):
+        return []
+    return [
+        AttestationCheck(name=_short(check.name), ok=check.ok, detail=_short(check.detail))
+        for check in record.checks[:MAX_CHECKS_KEPT]
+    ]
+
+
+def exit_facts(report: ExitReport) -> dict[str, Any]:
+    """A valid exit report's facts, for the record (its nonce and runner report left out:
+    the runner report is kept, checked, on its own)."""
+    return report.model_dump(include=set(EXIT_FACTS))
+
+
+EXIT_FACTS = frozenset(
+    {
+        "launch",
+        "exit_code",
+        "signal",
+        "timed_out",
+        "output_bytes",
+        "output_truncated",
+        "duration_ms",
+        "oom_kills_delta",
+        "runner_report_error",
+    }
+)
 
 
 def check_exit_report(

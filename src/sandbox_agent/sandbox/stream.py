@@ -10,8 +10,13 @@ import hashlib
 import struct
 from collections.abc import Iterator
 
-from sandbox_agent.sandbox.base import RunnerReport, Runtime
-from sandbox_agent.sandbox.records import ExitReport, check_attestation, check_exit_report
+from sandbox_agent.sandbox.base import AttestationCheck, RunnerReport, Runtime
+from sandbox_agent.sandbox.records import (
+    ExitReport,
+    attestation_checks,
+    check_attestation,
+    check_exit_report,
+)
 from sandbox_supervisor import protocol
 
 DOCKER_HEADER = struct.Struct(">BxxxI")
@@ -74,6 +79,7 @@ class FrameReader:
         self.attested = False
         self.attestation_status = "missing"
         self.attestation_sha256: str | None = None
+        self.attestation_checks: list[AttestationCheck] = []
         self.exit_report: ExitReport | None = None
         self.exit_status = "missing"
         self.exit_report_sha256: str | None = None
@@ -116,6 +122,7 @@ class FrameReader:
             self.attested, self.attestation_status = check_attestation(
                 payload, self._nonce, self._runtime
             )
+            self.attestation_checks = attestation_checks(payload)
         elif not self.attestation_seen:
             self._fail(f"frame {kind!r} before the attestation")
         elif kind == protocol.KIND_EXIT:

@@ -17,6 +17,7 @@ from sandbox_agent.sandbox.attach import AttachedStream
 from sandbox_agent.sandbox.base import CancelToken, Diagnostics, PreparedSandbox, SandboxResult
 from sandbox_agent.sandbox.classify import RunFacts, classify, classify_docker_error
 from sandbox_agent.sandbox.diagnostics import bounded, docker_state, elapsed_ms
+from sandbox_agent.sandbox.records import exit_facts
 from sandbox_agent.sandbox.spec import KILL_GRACE_S
 from sandbox_agent.sandbox.stream import (
     DOCKER_STDOUT,
@@ -210,6 +211,8 @@ def wait_for_exit(api: Any, started: StartedSandbox, cancel: CancelToken) -> San
         spec_sha256=prepared.spec_sha256,
         attestation_sha256=reader.attestation_sha256,
         exit_report_sha256=reader.exit_report_sha256,
+        attestation_checks=reader.attestation_checks,
+        exit_report=exit_facts(report) if report else None,
         phase_ms=phase_ms,
         diagnostics=Diagnostics(
             phase="exit" if reader.exit_report is not None else "run",

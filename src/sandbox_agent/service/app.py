@@ -10,10 +10,11 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import sqlite3
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI, Request, Response
 from fastapi.encoders import jsonable_encoder
@@ -35,10 +36,9 @@ from sandbox_agent.service.ratelimit import RateLimiter
 from sandbox_agent.service.routes import ServiceState, router
 from sandbox_agent.service.settings import ServiceSettings, is_loopback
 from sandbox_agent.service.store import RunStore
+from sandbox_agent.viewer.page import INDEX_FILE, STATIC_DIR
 
 log = logging.getLogger(__name__)
-
-STATIC_DIR = Path(__file__).parent / "static"
 
 
 def create_app(
@@ -65,7 +65,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        store = RunStore(settings.db_path)
+        store = RunStore(settings.db_path, busy_timeout_s=settings.db_busy_timeout_s)
         manager = RunManager(store, chosen_run_fn, settings)
         app.state.service = ServiceState(
             settings=settings,
@@ -74,7 +74,11 @@ def create_app(
             limiter=RateLimiter(settings.rate_per_second, settings.rate_burst),
             preflight=PreflightCache(check),
         )
-        interrupted = manager.start()
+        try:
+            interrupted = manager.start()
+        except BaseException:
+            store.close()
+            raise
         if interrupted:
             log.warning("marked %d run(s) left in flight INTERRUPTED", len(interrupted))
             threading.Thread(target=_reap_quietly, args=(reap_fn,), daemon=True).start()
@@ -100,15 +104,28 @@ def create_app(
     )
 
     app.add_exception_handler(RequestValidationError, _invalid_request)
+    app.add_exception_handler(sqlite3.Error, _database_unavailable)
 
-    @app.get("/health", response_model=Health, tags=["service"])
-    def health() -> Health:
-        """Liveness; needs no token."""
-        return Health(status="ok")
+    @app.get(
+        "/health",
+        response_model=Health,
+        response_model_exclude_none=True,
+        tags=["service"],
+        responses={503: {"model": Health, "description": "The service cannot run work now"}},
+    )
+    async def health(request: Request, response: Response) -> Health:
+        """Whether the service can run work; needs no token. Answered on the event loop,
+        never waiting for the database or a worker thread of the server's pool."""
+        state: ServiceState | None = getattr(request.app.state, "service", None)
+        problem = state.manager.why_unavailable() if state else "the server is starting"
+        if problem is None:
+            return Health(status="ok")
+        response.status_code = 503
+        return Health(status="unavailable", detail=problem)
 
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:
-        return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
+        return FileResponse(INDEX_FILE, media_type="text/html")
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     app.include_router(router)
@@ -121,6 +138,26 @@ async def _invalid_request(request: Request, error: Exception) -> Response:
     errors = error.errors() if isinstance(error, RequestValidationError) else []
     body = json.dumps({"detail": jsonable_encoder(errors)})
     return Response(body, status_code=422, media_type="application/json")
+
+
+DATABASE_RETRY_AFTER_S = 5
+
+
+async def _database_unavailable(request: Request, error: Exception) -> Response:
+    """A store error (a lock held elsewhere past the busy timeout, a full disk) is the
+    server's condition, not a crash: 503 with ``Retry-After``, never a 500 (SR-8 S8-2)."""
+    log.warning("the run database refused %s %s: %s", request.method, request.url.path, error)
+    body = json.dumps({"detail": "the run database is unavailable: retry later"})
+    headers = {"Retry-After": str(DATABASE_RETRY_AFTER_S)}
+    return Response(body, status_code=503, media_type="application/json", headers=headers)
+
+
+def begin_stop(app: Any) -> None:
+    """Stop ``app``'s runs as a stop begins: none starts any more, running ones are
+    cancelled, queued ones end ``INTERRUPTED`` (``ServiceServer`` calls it on SIGTERM)."""
+    state = getattr(getattr(app, "state", None), "service", None)
+    if isinstance(state, ServiceState):
+        state.manager.begin_stop()
 
 
 def _reap_quietly(reap_fn: ReapFunction) -> None:

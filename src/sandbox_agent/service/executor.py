@@ -3,6 +3,12 @@
 Worker threads call the injected run function (``run_task`` in production) with a
 ``CancelToken`` per run, so ``cancel`` reaches a running sandbox within a second.
 Every state change goes to the store first: a restart finds the truth there.
+
+A worker survives anything one run does, and anything the store does to it (SR-8 S8-2): a
+terminal status the store refuses (a lock held elsewhere past the busy timeout, a full
+disk) is kept and written by the watchdog thread once the store takes writes again. The
+watchdog also replaces a worker that died anyway, and ``health`` says when the service
+cannot run work.
 """
 
 from __future__ import annotations
@@ -10,11 +16,12 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from pydantic import ValidationError
 
@@ -23,14 +30,16 @@ from sandbox_agent.errors import InfrastructureError, SandboxAgentError, SetupEr
 from sandbox_agent.providers.base import ProviderOptions
 from sandbox_agent.sandbox.base import CancelToken
 from sandbox_agent.service.models import SubmitRequest
+from sandbox_agent.service.plans import remove_plan, remove_stale_plans, write_plan
+from sandbox_agent.service.private import private_dir
 from sandbox_agent.service.settings import ServiceSettings
 from sandbox_agent.service.store import RunStore, StoredRun
 
 log = logging.getLogger(__name__)
 
-STOP_GRACE_S = 10.0
-"""How long ``stop`` waits for cancelled runs to unwind before it marks them interrupted."""
 INTERRUPTED_REASON = "the server stopped while this run was in flight"
+NOT_STARTED_REASON = "the server stopped before this run started"
+WATCHDOG_INTERVAL_S = 1.0
 
 EventSink = Callable[[dict[str, Any]], None]
 
@@ -55,12 +64,20 @@ class ServiceStopping(SandboxAgentError):
     """The server is shutting down and takes no more runs."""
 
 
+class Terminal(NamedTuple):
+    """A run's last state, waiting for the store to take it."""
+
+    status: str
+    reason: str
+    result_json: str | None
+
+
 def new_run_id() -> str:
     return uuid.uuid4().hex
 
 
 class RunManager:
-    """The queue and the worker threads, recording every transition in the store."""
+    """The queue, the worker threads and their watchdog, recording every transition."""
 
     def __init__(self, store: RunStore, run_fn: RunFunction, settings: ServiceSettings) -> None:
         self._store = store
@@ -70,32 +87,81 @@ class RunManager:
         self._pending: deque[str] = deque()
         self._tokens: dict[str, CancelToken] = {}
         self._busy = 0
+        self._reserved = 0
         self._stopping = False
+        self._stop_deadline = 0.0
         self._workers: list[threading.Thread] = []
+        self._unsettled: dict[str, Terminal] = {}
+        """Terminal states the store refused; the watchdog writes them."""
+        self._watchdog_stop = threading.Event()
+        self._watchdog: threading.Thread | None = None
 
     def start(self) -> list[str]:
-        """Mark runs left in flight by a previous server ``INTERRUPTED``, then start the workers.
+        """Mark runs left in flight by a previous server ``INTERRUPTED``, remove what they
+        left, then start the workers and the watchdog.
 
         Returns:
             The ids of the runs marked interrupted (their leftovers need reaping).
         """
+        for folder in (self._settings.work_dir, self._settings.plans_dir, self._settings.trace_dir):
+            private_dir(folder, tighten=True)
         interrupted = self._store.interrupt_in_flight(INTERRUPTED_REASON)
+        remove_stale_plans(self._settings.plans_dir, self._store)
         for index in range(self._settings.max_concurrent):
-            worker = threading.Thread(target=self._work, name=f"run-worker-{index}", daemon=True)
-            worker.start()
-            self._workers.append(worker)
+            self._workers.append(self._start_worker(index))
+        self._watchdog = threading.Thread(target=self._watch, name="run-watchdog", daemon=True)
+        self._watchdog.start()
         return interrupted
 
-    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
-        """Cancel every run, wait up to ``grace_s`` for them to end, mark the rest interrupted."""
+    def begin_stop(self) -> None:
+        """Start no more runs and cancel the running ones; queued ones end ``INTERRUPTED``
+        now. Returns without waiting: ``stop`` waits."""
         with self._cond:
+            if self._stopping:
+                return
             self._stopping = True
+            self._stop_deadline = time.monotonic() + self._settings.stop_timeout_s
+            queued = list(self._pending)
+            self._pending.clear()
             for token in self._tokens.values():
                 token.cancel()
             self._cond.notify_all()
+        try:
+            self._store.interrupt_queued(queued, NOT_STARTED_REASON)
+        except Exception:  # stop() marks whatever is still in flight once more
+            log.exception("could not mark %d queued run(s) interrupted", len(queued))
+
+    def stop(self, grace_s: float | None = None) -> None:
+        """``begin_stop``, then wait for the runs to unwind until ``stop_timeout_s`` after
+        the stop began (or ``grace_s`` from now), and mark the rest ``INTERRUPTED``."""
+        self.begin_stop()
+        deadline = self._stop_deadline if grace_s is None else time.monotonic() + grace_s
         for worker in self._workers:
-            worker.join(grace_s)
-        self._store.interrupt_in_flight(INTERRUPTED_REASON)
+            worker.join(max(0.0, deadline - time.monotonic()))
+        self._watchdog_stop.set()
+        if self._watchdog is not None:
+            self._watchdog.join(max(0.0, deadline - time.monotonic()) + WATCHDOG_INTERVAL_S)
+        self._settle_unsettled()
+        try:
+            self._store.interrupt_in_flight(INTERRUPTED_REASON)
+        except Exception:  # the next start marks them
+            log.exception("could not mark the runs in flight interrupted")
+
+    def why_unavailable(self) -> str | None:
+        """Why the service cannot run work now, or None when it can."""
+        with self._cond:
+            stopping = self._stopping
+            unsettled = len(self._unsettled)
+            alive = sum(worker.is_alive() for worker in self._workers)
+        if stopping:
+            return "the server is stopping"
+        if alive == 0:
+            return "no worker thread is running"
+        if unsettled:
+            return f"{unsettled} finished run(s) wait for the run database to take writes"
+        if self._store.writes_failing:
+            return "the run database refuses writes"
+        return None
 
     def submit(self, request: SubmitRequest, *, submitted_at: float) -> str:
         """Record a run as ``QUEUED`` and queue it.
@@ -103,6 +169,7 @@ class RunManager:
         Raises:
             QueueFull: no worker is idle and ``max_queue`` runs already wait.
             ServiceStopping: the server is shutting down.
+            sqlite3.Error: the store refused the record.
         """
         run_id = new_run_id()
         plan_json = request.plan.model_dump_json() if request.plan else None
@@ -110,15 +177,29 @@ class RunManager:
             if self._stopping:
                 raise ServiceStopping("the server is shutting down")
             idle = self._settings.max_concurrent - self._busy
-            if len(self._pending) >= self._settings.max_queue + idle:
+            if len(self._pending) + self._reserved >= self._settings.max_queue + idle:
                 raise QueueFull(f"{self._settings.max_queue} runs are already queued")
-            record = StoredRun(
-                run_id, "QUEUED", "", request.fixture, request.task, request.provider,
-                plan_json, submitted_at, None, None, None,
-            )  # fmt: skip
+            self._reserved += 1  # the slot is held while the record is written, unlocked
+        record = StoredRun(
+            run_id, "QUEUED", "", request.fixture, request.task, request.provider,
+            plan_json, submitted_at, None, None, None,
+        )  # fmt: skip
+        try:
+            # Not under the queue's lock: a write can wait out the busy timeout, and
+            # /health and the workers take that lock.
             self._store.insert(record)
-            self._pending.append(run_id)
-            self._cond.notify()
+        except BaseException:
+            with self._cond:
+                self._reserved -= 1
+            raise
+        with self._cond:
+            self._reserved -= 1
+            queued = not self._stopping  # a stop that began meanwhile starts nothing
+            if queued:
+                self._pending.append(run_id)
+                self._cond.notify()
+        if not queued:
+            self._store.interrupt_queued([run_id], NOT_STARTED_REASON)
         return run_id
 
     def cancel(self, run_id: str) -> str | None:
@@ -130,14 +211,23 @@ class RunManager:
         with self._cond:
             if run_id in self._pending:
                 self._pending.remove(run_id)
-                self._store.finish(run_id, "CANCELLED", "cancelled before it started")
-                return "CANCELLED"
-            token = self._tokens.get(run_id)
-            if token is not None:
-                token.cancel()
-                return "RUNNING"
+                queued = True
+            else:
+                queued = False
+                token = self._tokens.get(run_id)
+                if token is not None:
+                    token.cancel()
+                    return "RUNNING"
+        if queued:
+            self._settle(run_id, Terminal("CANCELLED", "cancelled before it started", None))
+            return "CANCELLED"
         stored = self._store.get(run_id)
         return stored.status if stored else None
+
+    def _start_worker(self, index: int) -> threading.Thread:
+        worker = threading.Thread(target=self._work, name=f"run-worker-{index}", daemon=True)
+        worker.start()
+        return worker
 
     def _work(self) -> None:
         while True:
@@ -152,48 +242,93 @@ class RunManager:
                 self._busy += 1
             try:
                 self._execute(run_id, token)
-            except Exception:  # a worker must survive anything one run does
+            except BaseException as error:  # a worker survives anything one run does
                 log.exception("run %s: the executor failed", run_id)
-                self._store.finish(run_id, "SANDBOX_ERROR", "internal error in the service")
+                reason = f"internal error in the service ({type(error).__name__})"
+                self._settle(run_id, Terminal("SANDBOX_ERROR", reason, None))
             finally:
                 with self._cond:
                     self._busy -= 1
-                    del self._tokens[run_id]
+                    self._tokens.pop(run_id, None)
 
     def _execute(self, run_id: str, token: CancelToken) -> None:
         stored = self._store.get(run_id)
         if stored is None or not self._store.mark_running(run_id):
             return
-        plan_path = self._write_plan(run_id, stored.plan_json)
-        sequence = itertools.count(1)
-
-        def on_event(event: dict[str, Any]) -> None:
-            self._store.append_event(run_id, next(sequence), event)
-
+        plan_path: Path | None = None
         try:
+            if stored.plan_json is not None:
+                plan_path = write_plan(self._settings.plans_dir, run_id, stored.plan_json)
             config = self._config(stored, plan_path)
-            result = self._run_fn(config, cancel=token, on_event=on_event)
+            result = self._run_fn(config, cancel=token, on_event=self._event_sink(run_id))
         except (UsageError, ValidationError) as error:
-            self._store.finish(run_id, "FAILED", f"rejected: {_one_line(error)}")
+            self._settle(run_id, Terminal("FAILED", f"rejected: {_one_line(error)}", None))
             return
         except (SetupError, InfrastructureError) as error:
-            self._store.finish(run_id, "SANDBOX_ERROR", _one_line(error))
+            self._settle(run_id, Terminal("SANDBOX_ERROR", _one_line(error), None))
             return
         finally:
             if plan_path is not None:
-                plan_path.unlink(missing_ok=True)
+                remove_plan(plan_path)
         if self._stopping and token.cancelled:
-            self._store.finish(run_id, "INTERRUPTED", INTERRUPTED_REASON, result.model_dump_json())
+            status, reason = "INTERRUPTED", INTERRUPTED_REASON
         else:
-            self._store.finish(run_id, result.status, result.reason, result.model_dump_json())
+            status, reason = result.status, result.reason
+        self._settle(run_id, Terminal(status, reason, result.model_dump_json()))
 
-    def _write_plan(self, run_id: str, plan_json: str | None) -> Path | None:
-        if plan_json is None:
-            return None
-        self._settings.plans_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        path = self._settings.plans_dir / f"{run_id}.json"
-        path.write_text(plan_json, encoding="utf-8")
-        return path
+    def _event_sink(self, run_id: str) -> EventSink:
+        sequence = itertools.count(1)
+
+        def on_event(event: dict[str, Any]) -> None:
+            # Never raises into the run: the trace file is the evidence, this is its copy.
+            try:
+                self._store.append_event(run_id, next(sequence), event)
+            except Exception as error:
+                log.warning("run %s: a trace event was not stored (%s)", run_id, error)
+
+        return on_event
+
+    def _settle(self, run_id: str, terminal: Terminal) -> None:
+        """Record a run's terminal state; if the store refuses, the watchdog retries it."""
+        try:
+            self._store.finish(run_id, *terminal)
+        except Exception as error:
+            log.warning("run %s: %s not recorded yet (%s)", run_id, terminal.status, error)
+            with self._cond:
+                self._unsettled[run_id] = terminal
+
+    def _settle_unsettled(self) -> None:
+        with self._cond:
+            waiting = list(self._unsettled.items())
+        for run_id, terminal in waiting:
+            try:
+                self._store.finish(run_id, *terminal)
+            except Exception:
+                return  # still refused: the next round tries again
+            with self._cond:
+                self._unsettled.pop(run_id, None)
+            log.warning("run %s: %s recorded after all", run_id, terminal.status)
+
+    def _watch(self) -> None:
+        while not self._watchdog_stop.wait(WATCHDOG_INTERVAL_S):
+            try:
+                self._settle_unsettled()
+                with self._cond:
+                    waiting = bool(self._unsettled)
+                if not waiting and self._store.writes_failing:
+                    self._store.probe_write()
+                self._replace_dead_workers()
+            except Exception:  # the watchdog must outlive what it watches
+                log.exception("the run watchdog failed a round")
+
+    def _replace_dead_workers(self) -> None:
+        with self._cond:
+            if self._stopping:
+                return
+            for index, worker in enumerate(self._workers):
+                if not worker.is_alive():
+                    log.error("%s ended: starting another", worker.name)
+                    self._workers[index] = self._start_worker(index)
 
     def _config(self, stored: StoredRun, plan_path: Path | None) -> RunConfig:
         options = ProviderOptions(plan_path=str(plan_path) if plan_path else None, run_id=stored.id)

@@ -49,7 +49,12 @@ PREFLIGHT_CACHE_S = 30.0
 
 
 class PreflightCache:
-    """Runs the preflight check at most once per ``PREFLIGHT_CACHE_S``."""
+    """Runs the preflight check at most once per ``PREFLIGHT_CACHE_S``, one at a time.
+
+    While a check runs (it talks to the Docker daemon, up to its own timeouts), other
+    callers get the last result, or ``unknown``, at once: they used to wait for it, each
+    on one of the server's worker threads (SR-8 S8-10).
+    """
 
     def __init__(self, check: PreflightFunction) -> None:
         self._check = check
@@ -58,8 +63,14 @@ class PreflightCache:
         self._at = 0.0
 
     def get(self) -> PreflightStatus:
-        with self._lock:  # one check at a time: it may talk to the Docker daemon
+        if not self._lock.acquire(blocking=False):
+            return self._value or PreflightStatus(
+                status="unknown", detail="a preflight check is running: ask again shortly"
+            )
+        try:
             if self._value is None or time.monotonic() - self._at > PREFLIGHT_CACHE_S:
                 self._value = self._check()
                 self._at = time.monotonic()
             return self._value
+        finally:
+            self._lock.release()

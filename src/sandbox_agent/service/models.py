@@ -31,6 +31,9 @@ FIXTURE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$"
 MAX_TASK_CHARS = 20_000
 MAX_PLAN_STEPS = 200
 MAX_RAW_STEP_CHARS = 64 * 1024
+MAX_ARGS_DEPTH = 32
+"""How deep a plan step's ``args`` may nest (a tool's arguments need three levels); past
+about 250 the stored plan could not be serialised, a 500 (SR-8 S8-7)."""
 
 
 class ToolStep(BaseModel):
@@ -44,6 +47,8 @@ class ToolStep(BaseModel):
     @field_validator("args")
     @classmethod
     def _storable(cls, args: dict[str, Any]) -> dict[str, Any]:
+        if _depth(args) > MAX_ARGS_DEPTH:
+            raise ValueError(f"args nest deeper than {MAX_ARGS_DEPTH} levels")
         # Any-typed values skip pydantic's string checks: a lone surrogate (valid in JSON
         # escapes, not in UTF-8) would pass here and fail when the run is stored.
         try:
@@ -51,6 +56,22 @@ class ToolStep(BaseModel):
         except UnicodeEncodeError:
             raise ValueError("args hold a lone surrogate: send valid Unicode text") from None
         return args
+
+
+def _depth(value: Any) -> int:
+    """How deep ``value`` nests, counted without recursion (it may be thousands deep)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > MAX_ARGS_DEPTH:
+            break
+        children = (
+            item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        )
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 class RawStep(BaseModel):
@@ -149,9 +170,13 @@ class FixtureList(BaseModel):
 
 
 class Health(BaseModel):
+    """``GET /health``: 200 ``{"status": "ok"}`` when the service can run work, else 503."""
+
     model_config = ConfigDict(extra="forbid")
 
-    status: Literal["ok"]
+    status: Literal["ok", "unavailable"]
+    detail: str | None = None
+    """Why the service cannot run work (stopping, no worker, the database refusing writes)."""
 
 
 class PreflightStatus(BaseModel):

@@ -12,6 +12,7 @@ from fastapi import Path as PathParam
 from fastapi.responses import PlainTextResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from sandbox_agent.evidence import VerifyReport
 from sandbox_agent.service import views
 from sandbox_agent.service.auth import token_matches
 from sandbox_agent.service.executor import QueueFull, RunManager, ServiceStopping
@@ -30,11 +31,13 @@ from sandbox_agent.service.models import (
 from sandbox_agent.service.ratelimit import RateLimiter, retry_after_header
 from sandbox_agent.service.settings import ServiceSettings
 from sandbox_agent.service.sse import trace_stream
-from sandbox_agent.service.store import RunStore, StoredRun
+from sandbox_agent.service.store import MAX_EVENTS_PER_RUN, RunStore, StoredRun
+from sandbox_agent.viewer.verdict import run_dir_verdict
 
 QUEUE_FULL_RETRY_AFTER_S = 5
 MAX_LIST_LIMIT = 500
 TRACE_PAGE = 500
+LAST_EVENT_ID_PATTERN = r"^[0-9]{0,20}$"
 
 
 @dataclass(frozen=True)
@@ -203,16 +206,38 @@ def get_diff(stored: KnownRun) -> PlainTextResponse:
 def run_events(
     stored: KnownRun,
     state: State,
-    last_event_id: Annotated[str | None, Header(max_length=20)] = None,
+    last_event_id: Annotated[
+        str | None,
+        Header(
+            pattern=LAST_EVENT_ID_PATTERN,
+            description="The last event number received: the stream resumes after it.",
+        ),
+    ] = None,
 ) -> StreamingResponse:
     """Server-sent events: each trace event from the start (or after ``Last-Event-ID``),
     live while the run goes on, then one ``end`` event with the final status."""
-    after = int(last_event_id) if last_event_id and last_event_id.isdigit() else 0
+    # ASCII digits only (str.isdigit took '²', which int() refuses: a 500), and no number
+    # past the last event a run can have (SQLite's integers stop at 2**63 - 1).
+    after = min(int(last_event_id), MAX_EVENTS_PER_RUN) if last_event_id else 0
     return StreamingResponse(
         trace_stream(state.store, stored.id, after),
         media_type="text/event-stream",
         headers={"X-Accel-Buffering": "no"},
     )
+
+
+@router.get(
+    "/runs/{run_id}/verify",
+    response_model=VerifyReport,
+    tags=["runs"],
+    responses=_NOT_FOUND,
+)
+def verify_run(stored: KnownRun, state: State) -> VerifyReport:
+    """``sandbox-agent verify``'s verdict on the run's folder: seal, trace chain, result,
+    diff and the original's hashes (every check fails until the run has been sealed)."""
+    # The folder is the one the service gave the run (never a path from its result).
+    run_dir = state.settings.trace_dir / stored.id
+    return run_dir_verdict(run_dir)
 
 
 @router.post(

@@ -6,7 +6,7 @@ import ipaddress
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sandbox_agent.sandbox.base import Runtime
 from sandbox_agent.settings import default_fixtures_dir, state_home
@@ -18,6 +18,11 @@ DEFAULT_MAX_BODY_BYTES = 256 * 1024
 DEFAULT_RATE_PER_SECOND = 1.0
 DEFAULT_RATE_BURST = 20
 DEFAULT_HEAD_TIMEOUT_S = 10.0
+DEFAULT_BODY_TIMEOUT_S = 30.0
+DEFAULT_SEND_TIMEOUT_S = 30.0
+DEFAULT_MAX_CONNECTIONS = 128
+DEFAULT_DB_BUSY_TIMEOUT_S = 5.0
+DEFAULT_STOP_TIMEOUT_S = 10.0
 DEFAULT_PROVIDERS: tuple[str, ...] = ("scripted", "injection", "mock-adversarial")
 """Simulated providers only: a real model spends money, so it is opt-in (``--provider``)."""
 
@@ -70,10 +75,35 @@ class ServiceSettings(BaseModel):
     """Submissions a client may make at once (the bucket's size)."""
     head_timeout_s: float = Field(DEFAULT_HEAD_TIMEOUT_S, gt=0, le=3600)
     """Seconds a connection has to send a whole request head; then it is closed."""
+    body_timeout_s: float = Field(DEFAULT_BODY_TIMEOUT_S, gt=0, le=3600)
+    """Seconds a request's body has to arrive whole, counted from its head, whether the
+    app reads it or not; then the connection is closed."""
+    send_timeout_s: float = Field(DEFAULT_SEND_TIMEOUT_S, gt=0, le=3600)
+    """Seconds a client may take none of an answer it is owed; then it is disconnected."""
+    max_connections: int = Field(DEFAULT_MAX_CONNECTIONS, ge=1, le=100_000)
+    """Connections open at once; one more is answered 503 and closed before it is read."""
+    db_busy_timeout_s: float = Field(DEFAULT_DB_BUSY_TIMEOUT_S, gt=0, le=600)
+    """Seconds a database write waits for a lock held elsewhere before it fails."""
+    stop_timeout_s: float = Field(DEFAULT_STOP_TIMEOUT_S, gt=0, le=3600)
+    """Seconds from SIGTERM (or SIGINT) to the end of the process: runs are cancelled at
+    once, queued ones never start, and whatever is still open then is cut."""
+    trusted_proxies: tuple[str, ...] = ()
+    """Addresses whose ``X-Forwarded-For`` names the client; none by default, so the
+    client is always the peer of the connection."""
     providers: tuple[str, ...] = DEFAULT_PROVIDERS
     """Provider names a client may ask for."""
     runtime: Runtime = "runc"
     """Sandbox runtime of every run."""
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _addresses(cls, proxies: tuple[str, ...]) -> tuple[str, ...]:
+        for proxy in proxies:
+            try:
+                ipaddress.ip_network(proxy, strict=False)
+            except ValueError:
+                raise ValueError(f"{proxy!r} is not an IP address or network") from None
+        return proxies
 
     @property
     def plans_dir(self) -> Path:

@@ -2,19 +2,40 @@
 
 One connection shared by the worker threads and the request handlers, serialised by a
 lock (SQLite writes are serialised anyway); WAL so readers do not wait on writers.
+
+One server per database: a ``RunStore`` holds an exclusive lock (``flock``) on
+``<database>.lock`` while it is open, so a second server on the same file is refused
+instead of marking the first one's live runs interrupted (SR-8 S8-3). The kernel drops the
+lock with its holder, however it ended. The database and its lock are 0600, and a folder
+made for them 0700 (S8-6).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import json
+import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from sandbox_agent.errors import SetupError
+from sandbox_agent.service.private import private_dir, private_file, tighten_if_present
+
 MAX_EVENTS_PER_RUN = 10_000
 MAX_EVENT_BYTES = 64 * 1024
+DEFAULT_BUSY_TIMEOUT_S = 5.0
+SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+class DatabaseInUse(SetupError):
+    """Another server (or another ``RunStore``) has this database open."""
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -70,26 +91,75 @@ _SELECT = (
 )
 
 
-class RunStore:
-    """Runs and their events in one SQLite file."""
+def lock_path(path: Path) -> Path:
+    return path.with_name(path.name + ".lock")
 
-    def __init__(self, path: Path) -> None:
-        """Open (creating when missing) the database at ``path``."""
-        path.parent.mkdir(parents=True, exist_ok=True)
+
+def _lock_exclusively(path: Path) -> int:
+    """Open and ``flock`` the database's lock file; return its descriptor.
+
+    Raises:
+        DatabaseInUse: another holder has the lock.
+    """
+    lock = lock_path(path)
+    private_file(lock)
+    fd = os.open(lock, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as error:
+        holder = os.read(fd, 32).decode("ascii", "replace").strip() or "unknown"
+        os.close(fd)
+        if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+            raise
+        raise DatabaseInUse(
+            f"another sandbox-agent serve (pid {holder}) uses the database {path}: "
+            "stop it, or give this one another --db"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
+class RunStore:
+    """Runs and their events in one SQLite file, held by this store alone while open."""
+
+    def __init__(self, path: Path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> None:
+        """Open (creating when missing) the database at ``path``, and lock it.
+
+        Raises:
+            DatabaseInUse: another server has the database open.
+        """
+        private_dir(path.parent, tighten=False)
+        self._lock_fd = _lock_exclusively(path)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._closed = False
-        with self._lock:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA busy_timeout=5000")
-            self._db.executescript(_SCHEMA)
+        self.writes_failing = False
+        """True from a failed write to the next one that succeeds (``/health`` reads it)."""
+        try:
+            private_file(path)
+            for suffix in SQLITE_SIDE_FILES:  # SQLite makes them with the database's mode
+                tighten_if_present(path.with_name(path.name + suffix))
+            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            try:
+                self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.executescript(_SCHEMA)
+            except BaseException:
+                self._db.close()
+                raise
+        except BaseException:
+            os.close(self._lock_fd)
+            raise
 
     def close(self) -> None:
-        """Close the database. Later calls read nothing and write nothing: a run that
-        outlived the server's stop grace period must not crash its worker thread."""
+        """Close the database and let it go. Later calls read nothing and write nothing: a
+        run that outlived the server's stop must not crash its worker thread."""
         with self._lock:
+            if self._closed:
+                return
             self._closed = True
             self._db.close()
+            os.close(self._lock_fd)
 
     def _one(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
         with self._lock:
@@ -102,7 +172,29 @@ class RunStore:
         with self._lock:
             if self._closed:
                 return 0
-            return self._db.execute(sql, params).rowcount
+            try:
+                changed = self._db.execute(sql, params).rowcount
+            except sqlite3.Error:
+                self.writes_failing = True
+                raise
+            self.writes_failing = False
+            return changed
+
+    def probe_write(self) -> bool:
+        """Take the write lock and let it go at once: True when a write could go through now."""
+        with self._lock:
+            if self._closed:
+                return False
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                self._db.execute("ROLLBACK")
+            except sqlite3.Error:
+                self.writes_failing = True
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+                return False
+            self.writes_failing = False
+            return True
 
     def insert(self, run: StoredRun) -> None:
         self._write(_INSERT, tuple(run))
@@ -150,22 +242,39 @@ class RunStore:
                     "SELECT id FROM runs WHERE status IN ('QUEUED', 'RUNNING')"
                 ).fetchall()
             ]
-            self._db.execute(
-                "UPDATE runs SET status = 'INTERRUPTED', reason = ?, finished_at = ?"
-                " WHERE status IN ('QUEUED', 'RUNNING')",
-                (reason, time.time()),
-            )
+        self._write(
+            "UPDATE runs SET status = 'INTERRUPTED', reason = ?, finished_at = ?"
+            " WHERE status IN ('QUEUED', 'RUNNING')",
+            (reason, time.time()),
+        )
         return ids
+
+    def interrupt_queued(self, run_ids: Iterable[str], reason: str) -> None:
+        """Mark these runs ``INTERRUPTED`` if they are still queued, in one write."""
+        ids = list(run_ids)
+        if ids:
+            self._write(
+                "UPDATE runs SET status = 'INTERRUPTED', reason = ?, finished_at = ?"
+                " WHERE status = 'QUEUED' AND id IN (SELECT value FROM json_each(?))",
+                (reason, time.time(), json.dumps(ids)),
+            )
 
     def append_event(self, run_id: str, seq: int, event: dict[str, Any]) -> None:
         """Store one trace event; past the per-run or per-event bound, store a marker instead."""
         if seq > MAX_EVENTS_PER_RUN:
             return
-        text = json.dumps(event, ensure_ascii=False, default=str)
+        try:
+            text = json.dumps(event, ensure_ascii=False, default=str)
+            size = len(text.encode())
+        except (ValueError, TypeError, RecursionError) as error:
+            # A lone surrogate (UnicodeEncodeError), nesting past the recursion limit, a
+            # circular value: the event is unstorable, the run is not (SR-8 S8-2).
+            text = json.dumps({"event": "event_unstorable", "error": type(error).__name__})
+            size = len(text)
         if seq == MAX_EVENTS_PER_RUN:
             text = json.dumps({"event": "events_truncated", "limit": MAX_EVENTS_PER_RUN})
-        elif len(text.encode()) > MAX_EVENT_BYTES:
-            text = json.dumps({"event": "event_too_large", "bytes": len(text.encode())})
+        elif size > MAX_EVENT_BYTES:
+            text = json.dumps({"event": "event_too_large", "bytes": size})
         self._write(
             "INSERT OR IGNORE INTO events (run_id, seq, event_json) VALUES (?, ?, ?)",
             (run_id, seq, text),

@@ -96,6 +96,12 @@ class ToolBox:
         outcome.duration_ms = (time.monotonic() - started) * 1000
         return outcome
 
+    def repository_files(self, most: int) -> tuple[list[str], bool]:
+        """The workspace's regular files (sorted, at most ``most``) and whether there were
+        more: the controller shows them with the task, so a model need not guess paths."""
+        listed = self.workspace.fs.list_files(".", most)
+        return list(listed.files), bool(listed.truncated)
+
     def _dispatch(self, args: ToolArgs) -> ToolResult:
         fs, limits = self.workspace.fs, self.tool_limits
         if isinstance(args, ListFilesArgs):

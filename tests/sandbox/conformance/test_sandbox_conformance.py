@@ -338,6 +338,34 @@ def test_a_2_gib_allocation_is_oom_killed(
     assert result.status == "oom_killed"
 
 
+@pytest.mark.slow
+def test_many_small_processes_never_get_pid1_oom_killed(
+    backend: DockerBackend, workspace: Path
+) -> None:
+    """Outside review (issue 15's red team, F5): processes each smaller than PID 1 filled
+    the cgroup, the OOM killer chose PID 1 (the largest), and the run had no exit report.
+    Every workload process now raises its own ``oom_score_adj`` to 1000 before it runs,
+    so the killer takes them first: PID 1 survives and reports (runc; under gVisor the
+    whole sandbox is killed on OOM either way, see test_a_2_gib_allocation_is_oom_killed)."""
+    code = """
+        import os, time
+        CHILD = (
+            "b = [bytearray(1 << 20) for _ in range(6)]\\n"
+            "for x in b:\\n    for i in range(0, len(x), 4096): x[i] = 1\\n"
+            "import time; time.sleep(30)"
+        )
+        for _ in range(100):
+            try:
+                os.posix_spawn("/usr/bin/python3", ["python3", "-I", "-S", "-c", CHILD], {})
+            except OSError:
+                break
+        time.sleep(20)
+    """
+    result = python(backend, workspace, "runc", code, timeout_s=25)
+    assert result.exit_report_valid, (result.status, result.reason)
+    assert result.status in ("oom_killed", "timeout", "completed", "killed"), result.reason
+
+
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_writing_past_fsize_fails(backend: DockerBackend, workspace: Path, runtime: str) -> None:
     code = "open('/tmp/big', 'wb').write(b'x' * (2 << 20))"

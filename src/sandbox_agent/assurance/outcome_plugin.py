@@ -1,0 +1,104 @@
+"""A pytest plugin that runs only the named tests and writes what became of each one.
+
+It imports nothing of sandbox_agent, so it loads in any checkout, old ones included: the
+regression evidence copies this file beside the tree under test and loads it with ``-p``.
+
+``$SANDBOX_AGENT_REGRESSION_WANTED`` names a JSON list of node ids (a function's name
+stands for all its cases); every other collected item is deselected. At the end, the file
+named by ``$SANDBOX_AGENT_REGRESSION_OUT`` gets, as JSON: ``results`` (node id -> outcome,
+the phase that decided it and the first line of why), ``collect_errors`` (the modules or
+folders that could not be collected -> the error line) and ``unmatched`` (wanted ids that
+named no collected test).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+WANTED_ENV = "SANDBOX_AGENT_REGRESSION_WANTED"
+OUT_ENV = "SANDBOX_AGENT_REGRESSION_OUT"
+MAX_MESSAGE = 300
+
+_results: dict[str, dict[str, str]] = {}
+_collect_errors: dict[str, str] = {}
+_matched: set[str] = set()
+
+
+def _wanted() -> list[str]:
+    return list(json.loads(Path(os.environ[WANTED_ENV]).read_text(encoding="utf-8")))
+
+
+def _owner(nodeid: str, wanted: list[str]) -> str | None:
+    for name in wanted:
+        if nodeid == name or nodeid.startswith(name + "["):
+            return name
+    return None
+
+
+def _error_line(longrepr: Any) -> str:
+    """The exception's line(s): the crash message's first lines, else the last ``E`` line."""
+    crash = getattr(longrepr, "reprcrash", None)
+    message = getattr(crash, "message", "")
+    if message:  # a few lines: a ValidationError says what was wrong on its second and third
+        lines = [line.strip() for line in str(message).splitlines() if line.strip()]
+        return " / ".join(lines[:3])[:MAX_MESSAGE]
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:  # a skip: (file, line, reason)
+        return str(longrepr[2])[:MAX_MESSAGE]
+    lines = [line for line in str(longrepr).splitlines() if line.strip()]
+    errors = [line[1:].strip() for line in lines if line.startswith("E ")]
+    return (errors[-1] if errors else lines[-1] if lines else "")[:MAX_MESSAGE]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if WANTED_ENV not in os.environ:
+        return
+    wanted = _wanted()
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
+    for item in items:
+        owner = _owner(item.nodeid, wanted)
+        (keep if owner else drop).append(item)
+        if owner:
+            _matched.add(owner)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+    items[:] = keep
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    if report.failed:
+        _collect_errors[report.nodeid or "."] = _error_line(report.longrepr)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    row = _results.setdefault(report.nodeid, {"outcome": "passed", "phase": "", "message": ""})
+    if row["outcome"] != "passed":
+        return  # the first phase that did not pass decides
+    text = str(report.longrepr or "")
+    if report.skipped:
+        xfail = hasattr(report, "wasxfail")
+        outcome, message = ("xfailed", report.wasxfail) if xfail else ("skipped", "")
+        row.update(
+            outcome=outcome, phase=report.when, message=message or _error_line(report.longrepr)
+        )
+    elif report.failed and "[XPASS(strict)]" in text:
+        row.update(outcome="xpassed", phase=report.when, message=text.strip()[:MAX_MESSAGE])
+    elif report.failed:
+        outcome = "failed" if report.when == "call" else "error"
+        row.update(outcome=outcome, phase=report.when, message=_error_line(report.longrepr))
+    elif report.when == "call" and hasattr(report, "wasxfail"):
+        row.update(outcome="xpassed", phase="call", message=report.wasxfail)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    out = os.environ.get(OUT_ENV)
+    if not out or WANTED_ENV not in os.environ:
+        return
+    unmatched = [name for name in _wanted() if name not in _matched]
+    payload = {"results": _results, "collect_errors": _collect_errors, "unmatched": unmatched}
+    Path(out).write_text(json.dumps(payload), encoding="utf-8")

@@ -1,0 +1,284 @@
+"""Regenerate ``docs/REGRESSION_EVIDENCE.md``: every finding's tests, before and after its fix.
+
+For each fixed finding of ``docs/findings.toml`` the commit before its fix is checked out
+in a temporary worktree (``oldtree``) and the finding's tests run there against the old
+code: today's tests; where today's cannot run against the old code, the tests of the fix
+commit; where those cannot either, the old tree's own. They must fail, or be not
+applicable (``regression_run``) with the reason shown. Then every finding's tests run on
+the current tree: a fixed finding's must pass, an open one's must fail as strict xfails.
+
+``python -m sandbox_agent.assurance.regression`` (``make regression-evidence``) writes the
+page and the README's line, and exits 0 only when no test passed before its fix, every
+fixed finding's tests pass now and every open one's fail as expected. ``--only "SR-1,SR-7
+F2"`` checks some findings and writes nothing."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import functools
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from sandbox_agent.assurance import gitrepo, oldtree, outcome_plugin
+from sandbox_agent.assurance.findings import (
+    Finding,
+    before_commit,
+    commit_problems,
+    load,
+    named_test_problems,
+)
+from sandbox_agent.assurance.guarantees import collect
+from sandbox_agent.assurance.regression_run import NOT_COLLECTED, PLUGIN_MODULE, CaseRun, run_tests
+from sandbox_agent.errors import SetupError, UsageError
+from sandbox_agent.settings import PROJECT_ROOT, state_home
+
+CURRENT = "current"
+
+
+class FindingEvidence(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    finding: Finding
+    before_commit: str | None
+    before: list[CaseRun]
+    after: list[CaseRun]
+    caveats: list[str]
+    verdict: str
+    ok: bool
+
+
+class Evidence(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    generated: str
+    commit: str
+    duration_s: float
+    runtimes: list[str]
+    rows: list[FindingEvidence]
+
+
+def judge(finding: Finding, before: list[CaseRun], after: list[CaseRun]) -> tuple[str, bool]:
+    """The row's verdict, and whether it is what a fixed (or open) finding must show."""
+    now = {run.outcome for run in after}
+    if finding.is_open:
+        if now == {"xfailed"}:
+            return "open: fails today (strict xfail)", True
+        if "xpassed" in now:
+            return "**XPASS: fixed? Fill in its fix commit**", False
+        return "**open, but its tests do not fail as expected**", False
+    earlier = {run.outcome for run in before}
+    if not earlier:
+        return "**not run before the fix**", False
+    if earlier & {"passed", "xpassed"}:
+        return "**PASSED BEFORE THE FIX**", False
+    if now != {"passed"}:
+        return "**does not pass after the fix**", False
+    if earlier - {"failed", "xfailed", "not_applicable"}:
+        return "**not run before the fix**", False
+    if not earlier & {"failed", "xfailed"}:
+        return "not applicable before the fix (reasons below)", True
+    if "not_applicable" in earlier:
+        return "fails before (some cases not applicable), passes after", True
+    return "fails before, passes after", True
+
+
+def _runtimes(runs: Sequence[CaseRun], docker: set[str]) -> list[str]:
+    """The Docker runtimes the tests ran on: runsc where a case's id says so, else runc."""
+    named = [run.test for run in runs if run.test.split("[", 1)[0] in docker or run.test in docker]
+    return sorted({"runsc" if "runsc" in test else "runc" for test in named})
+
+
+def _caveats(before: str) -> list[str]:
+    try:
+        same = gitrepo.git("rev-parse", f"{before}:uv.lock") == gitrepo.git(
+            "hash-object", "uv.lock"
+        )
+    except SetupError:
+        same = False
+    return (
+        [] if same else ["uv.lock differs from the current one: third-party packages are today's"]
+    )
+
+
+def _stands(run: CaseRun) -> bool:
+    """Whether a case ran against the old code: neither not applicable nor not collected."""
+    return run.outcome != "not_applicable" and run.message != NOT_COLLECTED
+
+
+def _before(
+    commit: str,
+    entries: list[Finding],
+    *,
+    docker: set[str],
+    holds: oldtree.ImageHolds,
+    scratch: Path,
+    plugin_dir: Path,
+) -> list[CaseRun]:
+    """The entries' tests on the tree of ``commit``: as they are today; where today's test
+    cannot run against the old code, as committed with the fix; where that cannot either,
+    as the old tree itself had it (a test committed before its fix, often a strict xfail)."""
+    tests = [test for entry in entries for test in entry.tests]
+    try:
+        with oldtree.checkout(commit, scratch) as tree:
+            python = oldtree.old_python(tree, scratch, plugin_dir)
+            env = oldtree.tree_env(oldtree.state_folder(tree, python))
+            if docker.intersection(tests):
+                holds.keep(oldtree.old_image(tree, python, env))
+            run = functools.partial(run_tests, python=python, env=env, scratch=scratch)
+            oldtree.lay_tests(tree, None)
+            runs = run(tree, tests, source=CURRENT)
+            for entry in entries:
+                for source in (entry.fix, commit):
+                    retry = [case for case in _cases(entry.tests, runs) if not _stands(case)]
+                    if not retry:
+                        break
+                    oldtree.lay_tests(tree, source)
+                    label = f"fix {source[:7]}" if source == entry.fix else f"before {source[:7]}"
+                    again = run(tree, [case.test for case in retry], source=label)
+                    runs = _merged(runs, retry, again, label)
+            return runs
+    except SetupError as error:
+        return [CaseRun(test=test, outcome="not_run", message=str(error)) for test in tests]
+
+
+def _merged(
+    runs: list[CaseRun], retry: list[CaseRun], again: list[CaseRun], label: str
+) -> list[CaseRun]:
+    """``runs`` with each retried case replaced by the other test bytes' outcome where those
+    ran against the old code; where they did not either, the first reason, the next added."""
+    result = [run for run in runs if run not in retry]
+    for old in retry:
+        found = _cases([old.test], again)
+        if found and all(_stands(run) for run in found):
+            result += found
+            continue
+        why = "; ".join(run.message for run in found) or "no such test"
+        added = "" if why in old.message else f" (test of {label}: {why})"
+        result.append(old.model_copy(update={"message": old.message + added}))
+    return result
+
+
+def _cases(tests: Sequence[str], pool: Sequence[CaseRun]) -> list[CaseRun]:
+    return [
+        run for test in tests for run in pool if run.test == test or run.test.startswith(test + "[")
+    ]
+
+
+def _per_case(earlier: list[CaseRun], now: list[CaseRun]) -> list[CaseRun]:
+    """A test that was not even collected before stands for each of its cases today."""
+    result: list[CaseRun] = []
+    for run in earlier:
+        cases = [case.test for case in now if case.test.startswith(run.test + "[")]
+        is_whole = "[" not in run.test and run.outcome in {"not_applicable", "not_run"}
+        result += [run.model_copy(update={"test": case}) for case in cases] if is_whole else []
+        result += [] if is_whole and cases else [run]
+    return result
+
+
+def _row(entry: Finding, before: dict[str, list[CaseRun]], after: list[CaseRun]) -> FindingEvidence:
+    previous = None if entry.is_open else before_commit(entry)
+    now = _cases(entry.tests, after)
+    earlier = _per_case(_cases(entry.tests, before[previous]), now) if previous else []
+    verdict, ok = judge(entry, earlier, now)
+    return FindingEvidence(
+        finding=entry,
+        before_commit=previous[:7] if previous else None,
+        before=earlier,
+        after=now,
+        caveats=_caveats(previous) if previous else [],
+        verdict=verdict,
+        ok=ok,
+    )
+
+
+def gather(entries: Sequence[Finding]) -> Evidence:
+    """Run every entry's tests before its fix and now.
+
+    Raises:
+        UsageError: a commit or a named test does not resolve here.
+        SetupError: Docker or git failed.
+    """
+    started = time.monotonic()
+    every_test = [test for entry in entries for test in entry.tests]
+    collected = collect(every_test)
+    bad = commit_problems(entries)
+    bad += [line for entry in entries for line in named_test_problems(entry, collected)]
+    if bad:
+        raise UsageError("; ".join(bad))
+    docker = {test for test in every_test if collected[test].docker}
+    by_before: dict[str, list[Finding]] = {}
+    for entry in entries:
+        if not entry.is_open:
+            by_before.setdefault(before_commit(entry), []).append(entry)
+    before: dict[str, list[CaseRun]] = {}
+    with (
+        tempfile.TemporaryDirectory(prefix="sandbox-agent-regress-") as folder,
+        oldtree.ImageHolds() as holds,
+    ):
+        scratch = Path(folder)
+        plugin_dir = scratch / "plugin"
+        plugin_dir.mkdir()
+        shutil.copy2(outcome_plugin.__file__, plugin_dir / f"{PLUGIN_MODULE}.py")
+        if docker:  # built again if another checkout's build removed it since make's set-up
+            from sandbox_agent.hostsetup.image import ensure
+
+            holds.keep(ensure().image_id)
+        env = oldtree.tree_env(state_home(), pythonpath=plugin_dir)
+        after = run_tests(
+            PROJECT_ROOT,
+            every_test,
+            python=Path(sys.executable),
+            env=env,
+            scratch=scratch,
+            source=CURRENT,
+        )
+        for commit, group in by_before.items():
+            before[commit] = _before(
+                commit, group, docker=docker, holds=holds, scratch=scratch, plugin_dir=plugin_dir
+            )
+    rows = [_row(entry, before, after) for entry in entries]
+    return Evidence(
+        generated=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        commit=gitrepo.head(),
+        duration_s=round(time.monotonic() - started, 1),
+        runtimes=_runtimes(after, docker),
+        rows=rows,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Gather the evidence, write the page and the README's line; 0 only when it all holds."""
+    from sandbox_agent.assurance import regression_render
+
+    parser = argparse.ArgumentParser(prog="python -m sandbox_agent.assurance.regression")
+    parser.add_argument("--only", default="", help='finding ids, comma-separated: "SR-1,SR-7 F2"')
+    args = parser.parse_args(argv)
+    try:
+        entries = load()
+        if args.only:
+            wanted = [name.strip() for name in args.only.split(",") if name.strip()]
+            unknown = sorted(set(wanted) - {entry.id for entry in entries})
+            if unknown:
+                raise UsageError(f"no such finding in docs/findings.toml: {', '.join(unknown)}")
+            entries = [entry for entry in entries if entry.id in wanted]
+        evidence = gather(entries)
+    except (UsageError, SetupError) as error:
+        print(f"regression-evidence: {error}", file=sys.stderr)
+        return 2
+    print(regression_render.render_rows(evidence))
+    if not args.only:
+        regression_render.write(evidence)
+        print(f"wrote {regression_render.EVIDENCE_FILE}")
+    print(regression_render.summary(evidence))
+    return 0 if all(row.ok for row in evidence.rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

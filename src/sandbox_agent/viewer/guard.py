@@ -1,0 +1,97 @@
+"""The viewer's HTTP guard: GET only, loopback ``Host`` only, strict security headers.
+
+``view`` needs no token (docs/DECISIONS.md, "Run viewer: no token for view"), so what
+stands between a hostile web page in the user's browser and the served folder is this:
+the server listens on loopback only, and answers only requests whose ``Host`` names a
+loopback host, so a DNS-rebound name (``evil.example`` resolving to 127.0.0.1) gets 421.
+Nothing it serves can change anything, so only ``GET`` and ``HEAD`` are answered.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+    "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+"""The service's policy, word for word (a test holds them equal): no inline script, no
+inline style, nothing from elsewhere, so text from a run can never become code."""
+
+SECURITY_HEADERS = [
+    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"cache-control", b"no-store"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+]
+FOREIGN_HOST = (
+    "the Host header names another server: the viewer answers only loopback names "
+    "(a guard against DNS rebinding); use the URL it printed"
+)
+READ_ONLY = "the viewer is read-only: only GET and HEAD are answered"
+
+
+def is_loopback_name(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (``127.0.0.0/8``, ``::1``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def host_is_loopback(value: bytes) -> bool:
+    """True when a ``Host`` header value names a loopback host (any port)."""
+    text = value.decode("latin-1").strip().lower()
+    if text.startswith("["):
+        name = text[1 : text.find("]")] if "]" in text else ""
+    else:
+        name = text.rsplit(":", 1)[0] if ":" in text else text
+    return is_loopback_name(name)
+
+
+class ViewerGuard:
+    """Refuse foreign hosts (421) and methods that are not GET or HEAD (405); add the
+    security headers to every answer."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        hosts = [value for name, value in scope.get("headers") or [] if name == b"host"]
+        if len(hosts) != 1 or not host_is_loopback(hosts[0]):
+            await _answer(send, 421, FOREIGN_HOST)
+            return
+        if scope.get("method") not in ("GET", "HEAD"):
+            await _answer(send, 405, READ_ONLY, [(b"allow", b"GET, HEAD")])
+            return
+
+        async def secure_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+            await send(message)
+
+        await self._app(scope, receive, secure_send)
+
+
+async def _answer(
+    send: Send, status: int, detail: str, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        *(extra or []),
+        *SECURITY_HEADERS,
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
