@@ -132,7 +132,7 @@ def test_the_runner_report_arrives_through_fd_3() -> None:
         # limit raised RecursionError out of PID 1, which exited 126 with no exit record.
         (b"[" * 5000 + b"]" * 5000, "not one JSON object"),
         (b'{"runner": ' + b"[" * 5000 + b"]" * 5000 + b"}", "not one JSON object"),
-        (b"{\"tests_run\": " + b"9" * 5000 + b"}", "not one JSON object"),
+        (b'{"tests_run": ' + b"9" * 5000 + b"}", "not one JSON object"),
         (json.dumps({**REPORT, "tests_run": 10**12}).encode(), "tests_run"),
     ],
 )
