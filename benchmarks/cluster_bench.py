@@ -77,9 +77,12 @@ def _on_cluster(address: str, cases: list[Any], options: Any) -> tuple[float, in
     """Wall time of the runs alone (after joining and describing the nodes)."""
     from sandbox_agent.cluster.connect import connected, describe_nodes
     from sandbox_agent.cluster.evals import ClusterOptions, _Scheduler
+    from sandbox_agent.errors import SetupError
 
     with connected(address) as target:
         nodes = describe_nodes(options.runtime)
+        if all(node.problem for node in nodes):
+            raise SetupError("; ".join(f"{node.name}: {node.problem}" for node in nodes))
         scheduler = _Scheduler(
             cases=cases,
             options=options,

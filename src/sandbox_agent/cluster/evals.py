@@ -44,6 +44,9 @@ from sandbox_agent.evals.progress import ProgressBar
 from sandbox_agent.evals.records import RunRecord
 
 POLL_S = 0.5
+NO_SLOT_AFTER_S = 30.0
+"""Runs waiting this long while no alive node advertises a slot of their runtime (every
+node with slots died or left) end ``LOST`` instead of waiting for ever."""
 HEAD_LOST_AFTER_S = 3.0
 """The head's GCS refusing connections this long means the head is gone."""
 CANCEL_WAIT_S = 90.0
@@ -219,6 +222,8 @@ class _Scheduler:
         import ray
 
         unreachable_since: float | None = None
+        slotless_since: float | None = None
+        next_slot_check = time.monotonic()
         while self.pending:
             ready, _ = ray.wait(list(self.pending), num_returns=1, timeout=POLL_S)
             if ready:  # then every other run with a message waiting, in the same pass
@@ -231,6 +236,39 @@ class _Scheduler:
                 unreachable_since = time.monotonic()
             elif time.monotonic() - unreachable_since >= HEAD_LOST_AFTER_S:
                 self._head_lost()
+            if unreachable_since is None and time.monotonic() >= next_slot_check:
+                next_slot_check = time.monotonic() + 5 * POLL_S
+                if self._slots_left():
+                    slotless_since = None
+                elif slotless_since is None:
+                    slotless_since = time.monotonic()
+                elif time.monotonic() - slotless_since >= NO_SLOT_AFTER_S:
+                    self._no_slot_left()
+
+    def _slots_left(self) -> bool:
+        import ray
+
+        resources: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
+        return resources.get(slot_resource(self.options.runtime), 0) > 0
+
+    def _no_slot_left(self) -> None:
+        """End every waiting run ``LOST``: no alive node can take it any more."""
+        import ray
+
+        for generator, attempt in list(self.pending.items()):
+            ray.cancel(generator)
+            del self.pending[generator]
+            reason = f"no node with a {self.options.runtime} slot is left in the cluster"
+            record = self._harness_error(attempt, reason).model_copy(
+                update={
+                    "status": LOST,
+                    "reason": reason,
+                    "error": None,
+                    "held_out": not_run(reason),
+                }
+            )
+            self.lost_attempts += 1
+            self._keep(attempt, record)
 
     def _advance(self, generator: Any, submit: Callable[[_Attempt], None]) -> None:
         """Take the next message of one run, or its end."""
