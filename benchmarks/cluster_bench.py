@@ -142,7 +142,11 @@ def throughput(repeats: int) -> None:
             cases = _cases(THROUGHPUT_TASKS.split(","), Path(scratch) / "suite")
             cases = _thinking(cases, Path(scratch))
             options = EvalOptions(
-                provider="scripted-slow", repeats=repeats, trace_dir=Path(scratch) / "traces"
+                provider="scripted-slow",
+                repeats=repeats,
+                trace_dir=Path(scratch) / "traces",
+                # Room for the thinking turns on top of each task's own turn budget.
+                max_iterations=THINKING_TURNS + 20,
             )
             runs = len(cases) * repeats
             for count, ip in ((1, None), (2, "127.0.0.33"), (3, "127.0.0.34")):
