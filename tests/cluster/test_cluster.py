@@ -290,3 +290,22 @@ def _trace(url: str, token: str, run_id: str) -> list[str]:
     request.add_header("Authorization", f"Bearer {token}")
     with urllib.request.urlopen(request, timeout=30) as answer:
         return answer.read().decode().splitlines()
+
+
+def test_eval_through_ray_client_gives_the_same_verdicts(
+    cluster: local.LocalCluster, tmp_path: Path
+) -> None:
+    tasks = "paginator-fix,hostile-injection"
+    client = cli(
+        "eval", "--ray", cluster.client_address, "--tasks", tasks,
+        "--results-dir", str(tmp_path / "client"),
+    )  # fmt: skip
+    assert client.returncode == 0, client.stderr[-3000:]
+    found = report(tmp_path / "client")
+    assert [run["status"] for run in found["runs"]] == ["SUCCEEDED", "SUCCEEDED"]
+    assert all(run["node"].partition("/")[0] in {HEAD, *WORKERS} for run in found["runs"])
+    assert found["summary"]["passed"] == found["summary"]["clean"] == 2
+    home = {"SANDBOX_AGENT_HOME": str(tmp_path / "home")}
+    refused = cli("serve", "--ray", cluster.client_address, "--port", "0", env=home)
+    assert refused.returncode == 2
+    assert "Ray Client" in refused.stderr

@@ -169,6 +169,7 @@ class _Scheduler:
         self.lost_attempts = 0
         self.retried = 0
         self.ledger_actor: Any = None
+        self.streaming = not address.startswith("ray://")
 
     def all(self) -> ClusterEval:
         import ray
@@ -208,9 +209,12 @@ class _Scheduler:
     def _submitter(
         self, bundles: list[Any], node_options: EvalOptions
     ) -> Callable[[_Attempt], None]:
-        from sandbox_agent.cluster.remote import eval_case_task
+        from sandbox_agent.cluster.remote import eval_case_task, whole_eval_case_task
 
-        task = eval_case_task().options(resources={slot_resource(self.options.runtime): 1})
+        # Ray Client (ray://) cannot carry a streaming task: there each run is one task
+        # whose messages all come back at its end.
+        chosen = eval_case_task() if self.streaming else whole_eval_case_task()
+        task = chosen.options(resources={slot_resource(self.options.runtime): 1})
 
         def submit(attempt: _Attempt) -> None:
             index, repeat = attempt.key
@@ -276,7 +280,7 @@ class _Scheduler:
 
         attempt = self.pending[generator]
         try:
-            message = ray.get(next(generator))
+            messages = self._take(generator)
         except StopIteration:
             del self.pending[generator]
             self._keep(attempt, self._harness_error(attempt, "the node sent no record"))
@@ -295,12 +299,30 @@ class _Scheduler:
             detail = " ".join(str(error).split())[:200]
             self._lost(attempt, f"{type(error).__name__}: {detail}", submit)
             return
-        if isinstance(message, Started):
-            attempt.started = message
-            self._ensure_known(message.node_id, message.ip)
-        elif isinstance(message, Finished):
+        for message in messages:
+            if isinstance(message, Started):
+                attempt.started = message
+                self._ensure_known(message.node_id, message.ip)
+            elif isinstance(message, Finished):
+                del self.pending[generator]
+                self._keep(attempt, self._finished(attempt, message))
+        if generator in self.pending and not self.streaming:
             del self.pending[generator]
-            self._keep(attempt, self._finished(attempt, message))
+            self._keep(attempt, self._harness_error(attempt, "the node sent no record"))
+
+    def _take(self, submitted: Any) -> list[Any]:
+        """The next message of a streaming run, or every message of a whole one.
+
+        Raises:
+            StopIteration: a streaming run ended.
+            RayError: the run's task failed (its node, its worker, its code).
+        """
+        import ray
+
+        if self.streaming:
+            return [ray.get(next(submitted))]
+        messages: list[Any] = ray.get(submitted)
+        return messages
 
     def _node_of(self, attempt: _Attempt) -> str | None:
         started = attempt.started
@@ -392,11 +414,11 @@ class _Scheduler:
             ready: list[Any] = ray.wait(list(self.pending), num_returns=1, timeout=POLL_S)[0]
             for generator in ready:
                 try:
-                    message = ray.get(next(generator))
+                    messages = self._take(generator)
                 except (StopIteration, ray.exceptions.RayError, SetupError, UsageError):
                     del self.pending[generator]
                     continue
-                if isinstance(message, Finished):
+                if not self.streaming or any(isinstance(m, Finished) for m in messages):
                     del self.pending[generator]
 
     def _head_lost(self) -> None:

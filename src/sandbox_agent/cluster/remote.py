@@ -245,6 +245,19 @@ def eval_case_task() -> Any:
     return ray.remote(num_cpus=0, max_retries=0)(run_eval_case)
 
 
+def run_eval_case_whole(bundle: CaseBundle, repeat: int, options: EvalOptions) -> list[Message]:
+    """``run_eval_case`` as one result: every message at the end (for Ray Client)."""
+    return list(run_eval_case(bundle, repeat, options))
+
+
+@functools.cache
+def whole_eval_case_task() -> Any:
+    """``run_eval_case_whole`` as a Ray task."""
+    import ray
+
+    return ray.remote(num_cpus=0, max_retries=0)(run_eval_case_whole)
+
+
 @functools.cache
 def service_run_task() -> Any:
     import ray

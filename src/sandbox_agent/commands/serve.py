@@ -191,6 +191,11 @@ def _serve(args: argparse.Namespace, listener: socket.socket) -> int:
     host, port = listener.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     if args.ray:
+        if args.ray.startswith("ray://"):
+            raise UsageError(
+                "serve --ray needs the head's HOST:PORT (or auto): live progress needs "
+                "streaming tasks, which Ray Client (ray://) does not carry"
+            )
         from sandbox_agent.cluster.connect import connected
         from sandbox_agent.cluster.service import ClusterRunFunction
 
