@@ -4,12 +4,13 @@
 #
 # Same contract as the debootstrap image: the trusted supervisor in the standard
 # library folder, /usr/bin/python3, pytest, no shells, no package managers, no
-# set-uid files, a /workspace mount point, user 10001.
+# set-uid files, /workspace and /deps mount points, user 10001. Dependency
+# environments (issue 17) target the debootstrap image's Python 3.11, not this 3.12.
 FROM python:3.12-slim
 
 RUN pip install --no-cache-dir pytest \
  && ln -sf /usr/local/bin/python3 /usr/bin/python3 \
- && mkdir -p /workspace
+ && mkdir -p /workspace /deps
 
 COPY src/sandbox_supervisor /usr/local/lib/python3.12/sandbox_supervisor
 

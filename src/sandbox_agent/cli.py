@@ -41,6 +41,7 @@ COMMANDS: dict[str, str] = {
     "model": "sandbox_agent.commands.model",
     "cluster": "sandbox_agent.commands.cluster",
     "view": "sandbox_agent.commands.view",
+    "deps": "sandbox_agent.commands.deps",
 }
 
 

@@ -6,6 +6,7 @@ as if they were command output::
 
     SandboxAgentError
     ├── UsageError                 bad input from a user or a file; exit 2, one line on what to do
+    │   └── DependencyError        the repository's dependency environment cannot be made
     ├── SetupError                 the host lacks something (Docker, the runner image); exit 2
     ├── LoopControl                ends the agent loop; not a failure of the system
     │   ├── BudgetExhausted        a budget (iterations, tool calls, wall clock, ...) ran out
@@ -29,6 +30,20 @@ class SandboxAgentError(Exception):
 
 class UsageError(SandboxAgentError):
     """Bad input from the user: the message is one line that says what to do."""
+
+
+class DependencyError(UsageError):
+    """A repository's dependency environment cannot be made (issue 17): one line naming
+    the package or the cause, raised before any model turn.
+
+    Attributes:
+        kind: ``declaration``, ``no_wheel``, ``conflict``, ``too_large``,
+            ``index_unreachable``, ``not_found`` or ``tool`` (uv missing or failing).
+    """
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class SetupError(SandboxAgentError):

@@ -21,7 +21,7 @@ import os
 import resource
 import stat
 
-from sandbox_supervisor import cgroup
+from sandbox_supervisor import cgroup, deps
 from sandbox_supervisor.mounts import Mount, covering_mount, read_mounts, tmpfs_size_bytes
 
 TYPE_CHECKING = False
@@ -383,6 +383,37 @@ def check_kernel(config: Config, inside: Inside) -> Check:
     )
 
 
+def check_dependencies(config: Config, inside: Inside) -> Check:
+    """The dependency environment (issue 17): none expected, then nothing is mounted at
+    ``deps.DEPS_ROOT`` and the image's folder there is empty; else a read-only mount
+    exactly there, holding exactly ``manifest.json`` and ``site``, whose manifest
+    hashes to the sha256 the spec pinned (the manifest lists every file with its
+    hash, checked on the host when the environment was made)."""
+    want = config.expect.deps
+    point = want.path if want is not None else deps.DEPS_ROOT
+    here = os.path.join(inside.fs_root, point.lstrip("/"))
+    mount = covering_mount(inside.mounts(), point)
+    mounted = mount is not None and mount.mount_point == point
+    try:
+        entries = sorted(os.listdir(here))
+    except FileNotFoundError:
+        entries = []
+    if want is None:
+        ok = not mounted and not entries
+        return Check("dependencies", ok, f"none expected; {point}: {len(entries)} entries")
+    if not mounted or mount is None:
+        return Check("dependencies", False, f"nothing is mounted at {point}")
+    readonly = "ro" in mount.options and "rw" not in mount.options
+    layout = entries == sorted(deps.ROOT_ENTRIES)
+    digest = deps.manifest_sha256(os.path.join(here, "manifest.json")) if layout else ""
+    ok = readonly and layout and digest == want.manifest_sha256
+    detail = (
+        f"{point} ({','.join(sorted(mount.options))}); entries {entries[:5]}; "
+        f"manifest {digest[:16] or 'unread'} (want {want.manifest_sha256[:16]})"
+    )
+    return Check("dependencies", ok, detail)
+
+
 CHECKS: tuple[Callable[[Config, Inside], Check], ...] = (
     check_pid1,
     check_uid,
@@ -401,6 +432,7 @@ CHECKS: tuple[Callable[[Config, Inside], Check], ...] = (
     check_environment,
     check_docker_socket,
     check_kernel,
+    check_dependencies,
 )
 CHECK_NAMES = tuple(check.__name__.removeprefix("check_") for check in CHECKS)
 """The same names on both runtimes; the host refuses a record missing any of them."""

@@ -18,7 +18,7 @@ import re
 import sys
 from typing import Any
 
-from sandbox_supervisor import plaindata
+from sandbox_supervisor import deps, plaindata
 
 REQUEST_FD = 3
 ANSWER_FD = 4
@@ -128,10 +128,12 @@ def serve(request_fd: int = REQUEST_FD, answer_fd: int = ANSWER_FD) -> int:
 
 
 def main() -> int:
-    """Put the workspace on ``sys.path`` (as the runner does), then serve."""
+    """Put the workspace and the dependency environment on ``sys.path`` (as the runner
+    does), then serve."""
     for fd in (REQUEST_FD, ANSWER_FD):
         os.set_inheritable(fd, False)  # not passed to the code under test's subprocesses
     sys.path.insert(0, os.getcwd())
+    deps.add_to_path(sys.path, sys.modules)  # the code under test's dependencies (issue 17)
     return serve()
 
 

@@ -54,9 +54,12 @@ EXPECT_KEYS = frozenset(
         "workspace",
         "tmp",
         "canary",
+        "deps",
     }
 )
 CANARY_KEYS = frozenset({"syscall", "errno"})
+DEPS_KEYS = frozenset({"path", "manifest_sha256"})
+SHA256_HEX_LENGTH = 64
 
 
 class ConfigError(ValueError):
@@ -97,12 +100,22 @@ class Canary(_Record):
     errno: int
 
 
+class Deps(_Record):
+    """A dependency environment mounted read-only at ``path`` (issue 17): its
+    ``manifest.json`` must hash to ``manifest_sha256``."""
+
+    __slots__ = ("manifest_sha256", "path")
+    path: str
+    manifest_sha256: str
+
+
 class Expect(_Record):
     """What attestation compares the container with."""
 
     __slots__ = (
         "canary",
         "capabilities",
+        "deps",
         "env",
         "fsize_bytes",
         "gid",
@@ -128,6 +141,9 @@ class Expect(_Record):
     workspace: str
     tmp: str
     canary: Canary
+    deps: Deps | None
+    """The dependency environment the host mounted, or None: then nothing is mounted
+    at ``sandbox_supervisor.deps.DEPS_ROOT``."""
 
 
 class Judge(_Record):
@@ -267,6 +283,20 @@ def _judge(value: Any, workload_uid: int) -> Judge | None:
     )
 
 
+def _deps(value: Any) -> Deps | None:
+    if value is None:
+        return None
+    raw = _keys(value, DEPS_KEYS, "expect.deps")
+    digest = raw["manifest_sha256"]
+    if not (
+        isinstance(digest, str)
+        and len(digest) == SHA256_HEX_LENGTH
+        and NONCE_DIGITS.issuperset(digest)
+    ):
+        raise ConfigError("expect.deps.manifest_sha256 must be 64 lowercase hex characters")
+    return Deps(path=_path(raw["path"], "expect.deps.path"), manifest_sha256=digest)
+
+
 def _argv(value: Any) -> list[str]:
     if (
         not isinstance(value, list)
@@ -320,6 +350,7 @@ def parse_config(text: str) -> Config:
             syscall=_int(canary["syscall"], "expect.canary.syscall"),
             errno=_int(canary["errno"], "expect.canary.errno", 1),
         ),
+        deps=_deps(raw["deps"]),
     )
     return Config(
         nonce=nonce,

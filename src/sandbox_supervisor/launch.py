@@ -45,11 +45,14 @@ PR_SET_DUMPABLE = 4
 EXIT_UNCAUGHT = 1
 """What an interpreter exits with after an uncaught exception."""
 RUNNER_IMPORTS = (
+    "collections.abc",
+    "hashlib",
     "json",
     "stat",
     "typing",
     "unittest",
     "sandbox_supervisor.protocol",
+    "sandbox_supervisor.runner_report",
     "sandbox_supervisor.tripwire",
 )
 """What ``sandbox_supervisor.run_tests`` imports before the repository is on ``sys.path``

@@ -38,7 +38,7 @@ CONTROL_KINDS = frozenset({KIND_ATTESTATION, KIND_EXIT})
 
 HEADER = struct.Struct(">cI")
 MAX_FRAME_PAYLOAD = 64 * 1024
-"""No frame is longer; a longer length field is a framing error."""
+"""No frame but the exit report is longer; a longer length field is a framing error."""
 
 GO = b"G"
 """The one byte the host writes on PID 1's stdin once it has accepted the attestation.
@@ -91,7 +91,16 @@ def pid1_exit_code(workload_exit_code: int) -> int:
 RUNNER_REPORT_FD = 3
 """The workload's fd on which the trusted runner wrapper writes its structured report."""
 
-MAX_RUNNER_REPORT_BYTES = 64 * 1024
+MAX_RUNNER_REPORT_BYTES = 4 * 1024 * 1024
+"""The runner report on fd 3, and the same report re-encoded canonically in the exit
+report: room for the test ids of a large suite (issue 20, SR-8 C8-1)."""
+MAX_EXIT_PAYLOAD = MAX_RUNNER_REPORT_BYTES + 64 * 1024
+"""The exit report's frame only: the runner report plus PID 1's own fields (bounded)."""
+
+
+def max_payload(kind: bytes) -> int:
+    """The longest payload a frame of ``kind`` may carry."""
+    return MAX_EXIT_PAYLOAD if kind == KIND_EXIT else MAX_FRAME_PAYLOAD
 
 
 class FramingError(ValueError):
@@ -102,7 +111,7 @@ def encode_frame(kind: bytes, payload: bytes) -> bytes:
     """One frame. Raises ValueError for an unknown kind or an oversized payload."""
     if kind not in KINDS:
         raise ValueError(f"unknown frame kind {kind!r}")
-    if len(payload) > MAX_FRAME_PAYLOAD:
+    if len(payload) > max_payload(kind):
         raise ValueError("frame payload too large")
     return HEADER.pack(kind, len(payload)) + payload
 
@@ -138,8 +147,8 @@ class FrameDecoder:
             kind, length = HEADER.unpack_from(self._buffer)
             if kind not in KINDS:
                 raise FramingError(f"unknown frame kind {kind!r}")
-            if length > MAX_FRAME_PAYLOAD:
-                raise FramingError(f"frame length {length} exceeds {MAX_FRAME_PAYLOAD}")
+            if length > max_payload(kind):
+                raise FramingError(f"frame length {length} exceeds {max_payload(kind)}")
             end = HEADER.size + length
             if len(self._buffer) < end:
                 return

@@ -1,10 +1,18 @@
 """The trusted runner wrapper: ``python3 -I -B -m sandbox_supervisor.run_tests RUNNER [SELECTOR]``.
 
+``RUNNER --collect-only`` collects the suite and runs nothing: the host's baseline of
+the original tree's test ids (issue 20, SR-8 C8-1).
+
 Run with cwd ``/workspace``. ``-I`` keeps the repository off ``sys.path`` while this
 module and the runner are imported (a ``sandbox_supervisor`` or ``pytest`` folder in
 the repository cannot replace them); the repository is then put at ``sys.path[0]``
 as ``python -m unittest`` would. Counts come from the runner's own API, never from
-its printed output, and go to fd 3 as one JSON object (see ``runner_report``).
+its printed output, and go to fd 3 as one JSON object (see ``runner_report``), with the
+ids of the tests that ran (or, collecting, were collected).
+
+pytest runs with ``--doctest-glob`` set to a pattern no file name matches, which replaces
+its default ``test*.txt``: a text file the model writes is never a test unless the
+repository's own configuration names a doctest glob (SR-8 C8-1).
 
 A test that calls ``os._exit`` or kills its process leaves no report: the host reads
 that as "not passed". Exit 0 only when at least one test ran and none failed.
@@ -12,14 +20,17 @@ that as "not passed". Exit 0 only when at least one test ran and none failed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
 import sys
 import unittest
+from collections.abc import Iterator
 from typing import Any
 
-from sandbox_supervisor import protocol
+from sandbox_supervisor import deps, protocol
+from sandbox_supervisor.runner_report import MAX_TEST_ID_CHARS, MAX_TEST_IDS
 from sandbox_supervisor.tripwire import Snapshot
 
 EXIT_PASSED = 0
@@ -28,10 +39,26 @@ EXIT_USAGE = 2
 RUNNERS = ("unittest", "pytest")
 UNITTEST_PATTERN = "test*.py"
 """What unittest discovery loads as test modules; the host's policy protects the same."""
+COLLECT_ONLY = "--collect-only"
+"""The second argument that makes this a collect-only run (a selector never starts so)."""
+NO_TEXT_DOCTESTS = "[!\x01-\U0010ffff]"
+"""A ``--doctest-glob`` no file name matches (it matches NUL only, which no name holds).
+Given on the command line it replaces pytest's default ``test*.txt``; a glob of the
+repository's own ``addopts`` still adds to it."""
+FAILED_TEST = ("unittest.loader", "_FailedTest")
+"""What unittest puts in a suite for a module it could not import."""
 
 
 def _counts(
-    runner: str, tests_run: int, failures: int, errors: int, skipped: int
+    runner: str,
+    tests_run: int,
+    failures: int,
+    errors: int,
+    skipped: int,
+    *,
+    mode: str = "run",
+    ids: list[str] | None = None,
+    broken: list[str] | None = None,
 ) -> dict[str, Any]:
     return {
         "runner": runner,
@@ -39,12 +66,55 @@ def _counts(
         "failures": failures,
         "errors": errors,
         "skipped": skipped,
+        "mode": mode,
+        "ids": ids,
+        "broken": broken or [],
     }
 
 
-def run_unittest(root: str, selector: str | None) -> tuple[dict[str, Any], bool]:
-    """Discover (``test*.py`` from ``root``) or load ``selector``; the counts and the verdict."""
+def short_id(test_id: str) -> str:
+    """``test_id``, or a shortened form of it (prefix and digest) when it is too long for
+    the report: the same on every run, so the host can still compare."""
+    if len(test_id) <= MAX_TEST_ID_CHARS:
+        return test_id
+    digest = hashlib.sha256(test_id.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{test_id[: MAX_TEST_ID_CHARS - 80]}...sha256:{digest}"
+
+
+def _tests(suite: unittest.TestSuite) -> Iterator[unittest.TestCase]:
+    for test in suite:
+        if isinstance(test, unittest.TestSuite):
+            yield from _tests(test)
+        else:
+            yield test
+
+
+def _is_failed_import(test: unittest.TestCase) -> bool:
+    return (type(test).__module__, type(test).__qualname__) == FAILED_TEST
+
+
+def _recording(ran: list[str]) -> type[unittest.TextTestResult]:
+    """A result class that records the id of every test that starts (ran, failed, errored
+    or was skipped) in ``ran``."""
+
+    class Recording(unittest.TextTestResult):
+        def startTest(self, test: unittest.TestCase) -> None:
+            ran.append(short_id(test.id()))
+            super().startTest(test)
+
+    return Recording
+
+
+def run_unittest(
+    root: str, selector: str | None, *, collect: bool = False
+) -> tuple[dict[str, Any], bool]:
+    """Discover (``test*.py`` from ``root``) or load ``selector``; the counts and the verdict.
+
+    ``collect``: run nothing; the report lists the ids discovered, and as ``broken`` the
+    modules that could not be imported.
+    """
     loader = unittest.TestLoader()
+    mode = "collect" if collect else "run"
     try:
         if selector is None:
             suite = loader.discover(start_dir=root, pattern=UNITTEST_PATTERN, top_level_dir=root)
@@ -52,11 +122,25 @@ def run_unittest(root: str, selector: str | None) -> tuple[dict[str, Any], bool]
             suite = loader.loadTestsFromName(selector)
     except Exception as error:  # a bad selector or an import error while loading
         print(f"run_tests: cannot load tests: {type(error).__name__}: {error}", file=sys.stderr)
-        return _counts("unittest", 0, 0, 1, 0), False
-    result = unittest.TextTestRunner(stream=sys.stderr, verbosity=1).run(suite)
+        return _counts("unittest", 0, 0, 1, 0, mode=mode, ids=[]), False
+    if collect:
+        found = list(_tests(suite))
+        broken = [test._testMethodName for test in found if _is_failed_import(test)]
+        ids = [short_id(test.id()) for test in found if not _is_failed_import(test)]
+        return _counts("unittest", 0, 0, 0, 0, mode=mode, ids=ids, broken=broken), True
+    ran: list[str] = []
+    runner = unittest.TextTestRunner(stream=sys.stderr, verbosity=1, resultclass=_recording(ran))
+    result = runner.run(suite)
     failures = len(result.failures) + len(result.unexpectedSuccesses)
     errors = len(result.errors)  # a load error is also a failed test in the suite
-    counts = _counts("unittest", result.testsRun, failures, errors, len(result.skipped))
+    counts = _counts(
+        "unittest",
+        result.testsRun,
+        failures,
+        errors,
+        len(result.skipped),
+        ids=ran,
+    )
     return counts, result.wasSuccessful() and not loader.errors
 
 
@@ -68,6 +152,9 @@ class PytestCounter:
         self.failures = 0
         self.errors = 0
         self.skipped = 0
+        self.ran: list[str] = []
+        self.collected: list[str] = []
+        self.broken: list[str] = []
 
     def pytest_runtest_logreport(self, report: Any) -> None:
         """Setup counts a test that never reaches call; failures outside call are errors."""
@@ -75,27 +162,49 @@ class PytestCounter:
             self.tests_run += 1
             self.failures += int(report.failed)
             self.skipped += int(report.skipped)
+            self.ran.append(short_id(report.nodeid))
         elif report.when == "setup" and not report.passed:
             self.tests_run += 1
             self.errors += int(report.failed)
             self.skipped += int(report.skipped)
+            self.ran.append(short_id(report.nodeid))
         elif report.when == "teardown":
             self.errors += int(report.failed)
 
     def pytest_collectreport(self, report: Any) -> None:
         """A module that cannot be collected is an error."""
         self.errors += int(report.failed)
+        if report.failed:
+            self.broken.append(short_id(report.nodeid or "."))
+
+    def pytest_collection_finish(self, session: Any) -> None:
+        self.collected = [short_id(item.nodeid) for item in session.items]
 
 
-def run_pytest(selector: str | None) -> tuple[dict[str, Any], bool]:
-    """``pytest -p no:cacheprovider -q [selector]`` in-process; the counts and the verdict."""
+def run_pytest(selector: str | None, *, collect: bool = False) -> tuple[dict[str, Any], bool]:
+    """``pytest -p no:cacheprovider -q --doctest-glob NO_TEXT_DOCTESTS [selector]``
+    in-process (``--collect-only`` too when ``collect``); the counts and the verdict."""
     import pytest
 
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     counter = PytestCounter()
-    args = ["-p", "no:cacheprovider", "-q", *([selector] if selector else [])]
+    args = ["-p", "no:cacheprovider", "-q", f"--doctest-glob={NO_TEXT_DOCTESTS}"]
+    args += ["--collect-only"] if collect else [*([selector] if selector else [])]
     code = pytest.main(args, plugins=[counter])
-    counts = _counts("pytest", counter.tests_run, counter.failures, counter.errors, counter.skipped)
+    if collect:
+        counts = _counts(
+            "pytest", 0, 0, 0, 0, mode="collect", ids=counter.collected, broken=counter.broken
+        )
+        return counts, code in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED)
+    counts = _counts(
+        "pytest",
+        counter.tests_run,
+        counter.failures,
+        counter.errors,
+        counter.skipped,
+        ids=counter.ran,
+        broken=counter.broken,
+    )
     return counts, code == pytest.ExitCode.OK
 
 
@@ -104,6 +213,11 @@ def write_report(fd: int | None, counts: dict[str, Any]) -> None:
     if fd is None:
         return
     data = json.dumps(counts, sort_keys=True).encode()
+    too_many = max(len(counts.get("ids") or ()), len(counts.get("broken") or ())) > MAX_TEST_IDS
+    if too_many or len(data) > protocol.MAX_RUNNER_REPORT_BYTES:
+        # More ids than the report holds: none, and the host cannot compare (it says so).
+        counts = {**counts, "ids": None, "broken": []}
+        data = json.dumps(counts, sort_keys=True).encode()
     view = memoryview(data)
     try:
         while view:
@@ -131,13 +245,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"usage: run_tests {{{'|'.join(RUNNERS)}}} [SELECTOR]", file=sys.stderr)
         return EXIT_USAGE
     runner, selector = args[0], (args[1] if len(args) == 2 else None)
+    collect = selector == COLLECT_ONLY
+    selector = None if collect else selector
     report_fd = _take_report_fd()
     root = os.getcwd()
     if runner == "pytest":
         import pytest  # noqa: F401  # imported before the repository is on sys.path
     snapshot = Snapshot.take(runner)  # before any repository code is imported
     sys.path.insert(0, root)
-    counts, passed = run_pytest(selector) if runner == "pytest" else run_unittest(root, selector)
+    deps.add_to_path(sys.path, sys.modules)  # the environment, with the repository (issue 17)
+    if runner == "pytest":
+        counts, passed = run_pytest(selector, collect=collect)
+    else:
+        counts, passed = run_unittest(root, selector, collect=collect)
     tampered = snapshot.changed()
     if tampered:
         print(
@@ -147,6 +267,8 @@ def main(argv: list[str] | None = None) -> int:
         counts["errors"] += 1
         passed = False
     write_report(report_fd, counts)
+    if collect:
+        return EXIT_PASSED if passed else EXIT_FAILED
     ok = passed and counts["tests_run"] >= 1 and counts["failures"] == counts["errors"] == 0
     return EXIT_PASSED if ok else EXIT_FAILED
 

@@ -1,8 +1,18 @@
 """The runner report: one JSON object the trusted runner wrapper writes to fd 3.
 
 It is read from its own pipe, never from the workload's stdout, and accepted only in
-its exact shape. Two objects on the pipe (test code writing its own before the
-wrapper's) are not one object and are refused.
+one of its exact shapes:
+
+- the counts: ``runner``, ``tests_run``, ``failures``, ``errors``, ``skipped`` (a
+  held-out check's judge writes these, and only it);
+- the counts and the test ids (``unittest`` and ``pytest``, always): also ``mode`` (``run``: the
+  ids of the tests that ran; ``collect``: of those collected, nothing run), ``ids`` (a
+  list of strings, or null when the suite had more than the report holds) and
+  ``broken`` (what could not be collected: module names or collector node ids).
+
+The host compares the final run's ids with those of a collect-only run of the original
+tree (issue 20, SR-8 C8-1). Two objects on the pipe (test code writing its own before
+the wrapper's) are not one object and are refused. Every number and list is bounded.
 """
 
 from __future__ import annotations
@@ -21,6 +31,12 @@ MAX_COUNT = 10**9
 SR-2 residual), and a count of 4300 digits passed here and later failed to format on
 the host (issue 20, SR-8)."""
 REPORT_KEYS = frozenset({"runner", *COUNT_KEYS})
+MODES = ("run", "collect")
+ID_REPORT_KEYS = REPORT_KEYS | {"mode", "ids", "broken"}
+MAX_TEST_IDS = 100_000
+"""Test ids (and broken collectors) in one report, at most."""
+MAX_TEST_ID_CHARS = 2000
+"""A longer id is shortened by the wrapper, the same way on every run (``short_id``)."""
 
 
 def parse_runner_report(data: bytes, *, overflow: bool) -> tuple[dict[str, Any] | None, str | None]:
@@ -35,12 +51,37 @@ def parse_runner_report(data: bytes, *, overflow: bool) -> tuple[dict[str, Any] 
         # Workload bytes: nested past the parser's recursion limit, or digits past
         # Python's, must never raise out of PID 1 (it exited 126 with no exit record).
         return None, f"runner report is not one JSON object: {type(error).__name__}"[:300]
-    if not isinstance(value, dict) or value.keys() != REPORT_KEYS:
-        return None, f"runner report must have exactly the keys {sorted(REPORT_KEYS)}"
+    if not isinstance(value, dict) or value.keys() not in (REPORT_KEYS, ID_REPORT_KEYS):
+        return None, f"runner report must have exactly the keys {sorted(REPORT_KEYS)} (+ ids)"
     if value["runner"] not in RUNNERS:
         return None, f"runner report: runner must be one of {list(RUNNERS)}"
+    if (value["runner"] == "judge") != (value.keys() == REPORT_KEYS):
+        # The trusted wrapper always reports ids; only a forgery leaves them out.
+        return None, "runner report: ids are required from unittest and pytest, not a judge"
     for key in COUNT_KEYS:
         count = value[key]
         if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_COUNT:
             return None, f"runner report: {key} must be an integer from 0 to {MAX_COUNT}"
+    if value.keys() == ID_REPORT_KEYS:
+        why = _check_ids(value)
+        if why is not None:
+            return None, f"runner report: {why}"
+    if len(protocol.canonical_json(value)) > protocol.MAX_RUNNER_REPORT_BYTES:
+        # The exit report re-encodes it (ASCII only): it must still fit its frame.
+        return None, f"runner report exceeds {protocol.MAX_RUNNER_REPORT_BYTES} bytes encoded"
     return value, None
+
+
+def _check_ids(value: dict[str, Any]) -> str | None:
+    if value["mode"] not in MODES:
+        return f"mode must be one of {list(MODES)}"
+    for key in ("ids", "broken"):
+        items = value[key]
+        if items is None and key == "ids":
+            continue
+        if not isinstance(items, list) or len(items) > MAX_TEST_IDS:
+            return f"{key} must be a list of at most {MAX_TEST_IDS} strings"
+        for item in items:
+            if not isinstance(item, str) or not 0 < len(item) <= MAX_TEST_ID_CHARS:
+                return f"each of {key} must be a string of 1 to {MAX_TEST_ID_CHARS} characters"
+    return None

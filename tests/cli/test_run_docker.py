@@ -65,6 +65,9 @@ def test_paginator_demo(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> N
         "reused": True,
         # The repository's own suite, counted in the process that runs the code under test.
         "judge": "in_process",
+        # The original's suite, collected in the background: all six ran (SR-8 C8-1).
+        "baseline_tests": 6,
+        "missing_tests": [],
     }
     run_dir = Path(result["trace_path"]).parent
     assert main(["verify", str(run_dir)]) == 0

@@ -44,6 +44,7 @@ HOST_CONFIG = {
         "workspace": "/workspace",
         "tmp": "/tmp",
         "canary": {"syscall": 146, "errno": 131},
+        "deps": None,
     },
 }
 

@@ -41,6 +41,15 @@ from sandbox_agent.policy.protected import protected_reason
         "unittest.py",
         "pytest/__init__.py",
         "sandbox_supervisor/run_tests.py",
+        "requirements.txt",
+        "requirements-dev.txt",
+        "dev-requirements.txt",
+        "requirements/base.txt",
+        "constraints.txt",
+        "uv.lock",
+        "pylock.toml",
+        "pylock.test.toml",
+        "sub/Requirements.txt",
     ],
 )
 def test_protected_paths(path: str) -> None:

@@ -180,3 +180,18 @@ def test_verify_catches_each_tampered_field(name: str) -> None:
 def test_an_empty_inspect_mismatches_everything() -> None:
     spec, _ = captured("runc")
     assert len(verify(spec, {})) > 20
+
+
+def test_runsc_gets_the_pinned_profile_with_clone3_left_to_gvisor() -> None:
+    """One rule differs, and only under runsc (the clone3 test in the conformance suite
+    says why): everything else is the pinned file, rule for rule."""
+    runc = json.loads(seccomp.profile_json("runc"))
+    runsc = json.loads(seccomp.profile_json("runsc"))
+    assert runc == json.loads(seccomp.profile_json())
+    clone3 = [rule for rule in runc["syscalls"] if rule["names"] == ["clone3"]]
+    assert [rule["errnoRet"] for rule in clone3] == [38, 89]  # ENOSYS, as Docker ships it
+    others = [rule for rule in runc["syscalls"] if rule["names"] != ["clone3"]]
+    assert runsc["syscalls"] == [*others, seccomp.GVISOR_CLONE3_RULE]
+    assert {k: v for k, v in runsc.items() if k != "syscalls"} == {
+        k: v for k, v in runc.items() if k != "syscalls"
+    }

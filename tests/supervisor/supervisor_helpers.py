@@ -53,6 +53,7 @@ def valid_config(**overrides: Any) -> dict[str, Any]:
             "workspace": "/workspace",
             "tmp": "/tmp",
             "canary": {"syscall": 146, "errno": 131},
+            "deps": None,
         },
     }
     config.update(overrides)

@@ -131,7 +131,7 @@ def test_check_names_match_the_protocol() -> None:
     protocol_text = (Path(__file__).parents[2] / "docs" / "SANDBOX_PROTOCOL.md").read_text()
     for name in attest.CHECK_NAMES:
         assert f"`{name}`" in protocol_text
-    assert len(attest.CHECK_NAMES) == 17
+    assert len(attest.CHECK_NAMES) == 18
 
 
 @pytest.mark.parametrize("runtime", ["runc", "runsc"])
@@ -286,6 +286,7 @@ def test_a_check_that_raises_fails_with_the_error(tmp_path: Path) -> None:
         "workspace_readonly",
         "tmp_mount",
         "docker_socket",
+        "dependencies",
     }
     assert failed["tmp_mount"].startswith("FileNotFoundError")
 

@@ -145,6 +145,9 @@ def test_attested_run_of_the_trusted_runner(runtime: str, tmp_path: Path) -> Non
         "failures": 1,
         "errors": 0,
         "skipped": 0,
+        "mode": "run",
+        "ids": ["test_sample.T.test_bad", "test_sample.T.test_ok"],
+        "broken": [],
     }
     stdout = b"".join(p for k, p in result["frames"] if k == protocol.KIND_STDOUT)
     assert stdout == b"hello from the workload\n"

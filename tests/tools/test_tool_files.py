@@ -33,6 +33,17 @@ def test_list_files_sorted_and_bounded(toolbox: ToolBox, workspace: Workspace) -
     assert call(small, "list_files").result["truncated"] is True
 
 
+def test_list_files_of_a_file_lists_that_file(toolbox: ToolBox, workspace: Workspace) -> None:
+    """As ``ls FILE`` does; a real model listed a file it had been shown, and gave up on
+    the refusal. A link or a missing name is still refused."""
+    outcome = call(toolbox, "list_files", path="paginator/core.py")
+    assert outcome.ok
+    assert outcome.result["files"] == ["paginator/core.py"]
+    (workspace.root / "link.py").symlink_to("paginator/core.py")
+    assert call(toolbox, "list_files", path="link.py").denial == denials.PATH_SYMLINK
+    assert call(toolbox, "list_files", path="nope.py").denial == denials.PATH_NOT_FOUND
+
+
 def test_read_file_whole_and_ranges(toolbox: ToolBox) -> None:
     whole = call(toolbox, "read_file", path="paginator/core.py")
     assert whole.ok

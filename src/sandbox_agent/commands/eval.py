@@ -50,7 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"runs at once (default {DEFAULT_JOBS})",
     )
     parser.add_argument("--tasks", default=None, help="comma-separated task ids (default all)")
-    parser.add_argument("--suite", default="fixtures", help="fixtures (default) or humanevalfix")
+    parser.add_argument(
+        "--suite", default="fixtures", help="fixtures (default), humanevalfix or realrepos"
+    )
     parser.add_argument("--json", action="store_true", help="print the JSON report on stdout")
     parser.add_argument(
         "--results-dir",
@@ -102,6 +104,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="HumanEvalFix JSONL (default ../shared/data/humanevalfix/...)",
     )
+    from sandbox_agent.deps.cli import add_deps_arguments
+
+    add_deps_arguments(parser)
 
 
 def _reap_once() -> None:
@@ -163,6 +168,7 @@ def run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from sandbox_agent.commands.realmodel import provider_options_from
+    from sandbox_agent.deps.cli import deps_options_from
     from sandbox_agent.errors import UsageError
     from sandbox_agent.evals.executor import EvalOptions
     from sandbox_agent.evals.progress import ProgressBar
@@ -178,6 +184,7 @@ def run(args: argparse.Namespace) -> int:
     results = Path(args.results_dir) if args.results_dir else default_results_dir(started_at)
     try:
         real = provider_options_from(args, plan_path=None)
+        deps = deps_options_from(args)
     except ValidationError as error:
         first = error.errors(include_url=False)[0]
         raise UsageError(f"bad value for {first['loc'][0]}: {first['msg']}") from None
@@ -191,6 +198,7 @@ def run(args: argparse.Namespace) -> int:
         trace_dir=(results / "traces").resolve(),
         max_iterations=args.max_iterations,
         max_wall_seconds=args.max_wall_seconds,
+        deps=deps,
     )
     suite_options = SuiteOptions(
         task_ids=task_ids,
@@ -198,6 +206,7 @@ def run(args: argparse.Namespace) -> int:
         fixtures_dir=Path(args.fixtures_dir) if args.fixtures_dir else None,
         dataset=args.dataset,
         plans_dir=Path(args.plans) if args.plans else None,
+        deps=deps,
     )
     if args.retry_lost and not args.ray:
         raise UsageError("--retry-lost needs --ray ADDRESS")

@@ -30,6 +30,17 @@ BUDGET_FLAGS: tuple[tuple[str, str, type, str], ...] = (
     ("--max-invalid-outputs", "max_invalid_outputs", int, "invalid outputs tolerated (default 3)"),
 )
 
+DIFF_FLAGS: tuple[tuple[str, str, type, str], ...] = (
+    ("--max-diff-seconds", "max_seconds", float, "time for the final diff (default 10)"),
+    ("--max-diff-bytes", "max_bytes", int, "size of the final diff (default 4194304 = 4 MiB)"),
+    (
+        "--max-diff-line-pairs",
+        "max_line_pairs",
+        int,
+        "old x new changed lines diffed in one file, else summarised (default 4000000)",
+    ),
+)
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of ``run`` (DESIGN.md section 6)."""
@@ -59,12 +70,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     budgets = parser.add_argument_group("budgets")
     for flag, dest, kind, text in BUDGET_FLAGS:
         budgets.add_argument(flag, dest=dest, type=kind, metavar="N", help=text)
+    diff = parser.add_argument_group("final diff")
+    for flag, dest, kind, text in DIFF_FLAGS:
+        diff.add_argument(flag, dest=f"diff_{dest}", type=kind, metavar="N", help=text)
     from sandbox_agent.sandbox.limits_cli import add_limit_arguments
 
     add_limit_arguments(parser)  # --test-timeout, --output-budget and the other limits
     from sandbox_agent.commands.realmodel import add_real_model_arguments
 
     add_real_model_arguments(parser)
+    from sandbox_agent.deps.cli import add_deps_arguments
+
+    add_deps_arguments(parser)
 
 
 def build_config(args: argparse.Namespace) -> RunConfig:
@@ -77,10 +94,13 @@ def build_config(args: argparse.Namespace) -> RunConfig:
 
     from sandbox_agent.commands.realmodel import provider_options_from
     from sandbox_agent.controller.models import Budgets, RunConfig
+    from sandbox_agent.deps.cli import deps_options_from
     from sandbox_agent.errors import UsageError
     from sandbox_agent.sandbox.limits_cli import limits_from_args
+    from sandbox_agent.workspace.diff import DiffLimits
 
     given = {dest: getattr(args, dest) for _, dest, _, _ in BUDGET_FLAGS}
+    diff_given = {dest: getattr(args, f"diff_{dest}", None) for _, dest, _, _ in DIFF_FLAGS}
     try:
         return RunConfig(
             task=args.task,
@@ -94,6 +114,8 @@ def build_config(args: argparse.Namespace) -> RunConfig:
             budgets=Budgets(**{k: v for k, v in given.items() if v is not None}),
             limits=limits_from_args(args),
             prestart=args.prestart,
+            deps=deps_options_from(args),
+            diff_limits=DiffLimits(**{k: v for k, v in diff_given.items() if v is not None}),
             trace_dir=args.trace_dir,
             run_id=args.run_id,
         )

@@ -11,9 +11,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sandbox_agent.deps.models import DepsOptions, Package
 from sandbox_agent.providers.base import ProviderOptions
 from sandbox_agent.sandbox.base import Runtime, SandboxLimits
 from sandbox_agent.tools.contracts import TOOL_NAMES, ToolName
+from sandbox_agent.workspace.diff import DiffLimits
 
 RunStatus = Literal[
     "SUCCEEDED",
@@ -76,8 +78,14 @@ class RunConfig(BaseModel):
     limits: SandboxLimits = SandboxLimits()
     prestart: int = Field(DEFAULT_PRESTART, ge=0, le=MAX_PRESTART)
     """Sandboxes kept ready ahead of the next whole-suite ``run_tests`` (0: start each cold)."""
+    diff_limits: DiffLimits = DiffLimits()
+    """Bounds on the final diff (time, size, difflib's work per file): past them a file is
+    summarised, never diffed unboundedly (SR-8 C8-4)."""
     allowed_tools: tuple[ToolName, ...] = TOOL_NAMES
     """Per-task tool allowlist."""
+    deps: DepsOptions = DepsOptions()
+    """The repository's dependency environment: made from its declarations before the
+    first model turn, mounted read-only in every sandbox (issue 17)."""
     trace_dir: Path | None = None
     """Parent of the run's folder; a default under the state folder when None."""
     run_id: str | None = None
@@ -110,6 +118,22 @@ class FinalTests(BaseModel):
     therefore forge it: SR-2's residual, bounded by the protected tests and the
     tripwire). An evaluation's held-out check is judged ``out_of_process`` instead
     (``evals.heldout``; docs/EVALS.md)."""
+    baseline_tests: int = 0
+    """Test ids the original tree's suite collected at the start (SR-8 C8-1); the verdict
+    passes only when the final run ran every one of them."""
+    missing_tests: list[str] = Field(default_factory=list, max_length=20)
+    """The first of those the final run did not run (``broken:<module>`` for a module of
+    the original that could not be imported and none of whose tests ran)."""
+
+
+class RunEnvironment(BaseModel):
+    """DESIGN.md section 6: a repository with dependencies adds ``environment``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    hash: str
+    """The resolved set's sha256 (``sandbox_agent.deps``): same hash, same packages."""
+    packages: list[Package]
 
 
 class BudgetUsed(BaseModel):
@@ -155,5 +179,7 @@ class RunResult(BaseModel):
     runtime: Runtime = "runc"
     model_summary: str | None = None
     """What the model said when it finished: recorded, never believed."""
+    environment: RunEnvironment | None = None
+    """The dependency environment every sandbox of the run had; None: none declared."""
     node: str | None = None
     """``serve --ray``: the cluster node that ran the run (``ip/node id``); None locally."""

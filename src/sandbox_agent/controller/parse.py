@@ -75,7 +75,7 @@ def claimed_tool(text: str) -> str:
     """The tool name a refused turn asked for, if it named one (for the record only)."""
     try:
         data = json.loads(_strip_fence(text))
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):
         return "?"
     name = data.get("tool") if isinstance(data, dict) else None
     return name[:64] if isinstance(name, str) else "?"
@@ -98,7 +98,9 @@ def parse_turn(text: str, allowed: frozenset[str]) -> ToolCall:
         raise ToolDenied(OUTPUT_TOO_LARGE, f"send at most {MAX_RAW_OUTPUT_CHARS} characters")
     try:
         data = json.loads(_strip_fence(text), object_pairs_hook=_unique_keys)
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):
+        # ValueError, not only JSONDecodeError: an integer past Python's 4300-digit
+        # limit is refused by ``int()`` itself, and must be an invalid output (SR-8 C8-3).
         raise ToolDenied(
             OUTPUT_NOT_JSON,
             'reply with exactly one JSON object {"tool": NAME, "args": {...}} and nothing '

@@ -17,9 +17,14 @@ from sandbox_agent.trace import summarise_value
 SYSTEM_PROMPT = (
     "You are a coding agent working on a copy of a Python repository. Each turn, reply with "
     'exactly one JSON object {"tool": NAME, "args": {...}} calling one of the tools listed. '
-    "There is no shell. Tests run only through run_tests. Call finish when you are done; the "
-    "controller runs the tests itself and decides whether the task succeeded."
+    "There is no shell. Tests run only through run_tests. Work in small steps: read the "
+    "files the task is about, change the code with apply_patch (copy its old text exactly "
+    "from the file), run every test with run_tests (no selector), and call finish when they "
+    "pass; the controller runs the tests itself and decides whether the task succeeded."
 )
+"""Generic: no task, fixture or benchmark is named. The workflow sentence was added on
+HumanEvalFix's even-numbered rows (the development split), after the local model ran one
+invented test and finished (docs/EVALS.md, "Development split")."""
 MAX_FILES_WITH_TASK = 100
 """The repository's files shown with the task, at most (``task_message``)."""
 MAX_SUMMARY_CHARS = 160

@@ -8,6 +8,7 @@ result and the diff (in a ``finally``), then seals them.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -21,6 +22,7 @@ from sandbox_agent.controller.models import (
     FinalTests,
     FixtureIntegrity,
     RunConfig,
+    RunEnvironment,
     RunResult,
     ToolCallRecord,
 )
@@ -35,6 +37,7 @@ from sandbox_agent.settings import state_home
 from sandbox_agent.trace import Redactor, TraceWriter, summarise_exception
 
 if TYPE_CHECKING:
+    from sandbox_agent.deps import Environment
     from sandbox_agent.policy import Policy
     from sandbox_agent.tools.testrun import TestRun
     from sandbox_agent.workspace import Workspace
@@ -58,12 +61,16 @@ class RunSession:
         source: Source,
         provider: Provider,
         backend: RecordingBackend,
+        *,
+        environment: Environment | None = None,
     ) -> None:
         self.config = config
         self.run_id = run_id
         self.source = source
         self.provider = provider
         self.backend = backend
+        self.environment = environment
+        """The repository's dependency environment, made before any model turn."""
         self.run_dir = (config.trace_dir or default_trace_dir()) / run_id
 
     @classmethod
@@ -74,9 +81,12 @@ class RunSession:
         """Resolve the source and the provider, then connect the sandbox backend.
 
         Raises:
-            UsageError: bad fixture, repository, provider, plan, or a run id already used.
+            UsageError: bad fixture, repository, provider, plan, or a run id already used;
+                ``DependencyError``: its dependency environment cannot be made.
             SetupError: no Docker daemon or runner image.
         """
+        from sandbox_agent.deps import prepare_environment
+
         source = resolve_source(config)
         options = config.provider_options.model_copy(
             update={
@@ -88,13 +98,14 @@ class RunSession:
         run_dir = (config.trace_dir or default_trace_dir()) / run_id
         if run_dir.exists():
             raise UsageError(f"run folder {run_dir} already exists; choose another run id")
+        environment = prepare_environment(source.path, config.deps)
         provider = create_provider(config.provider, options)
         owned = sandbox is None
         try:
             inner = sandbox if sandbox is not None else _docker_backend(config.prestart)
             backend = RecordingBackend(inner)
             try:
-                yield cls(config, run_id, source, provider, backend)
+                yield cls(config, run_id, source, provider, backend, environment=environment)
             finally:
                 if owned:
                     backend.close()
@@ -111,12 +122,18 @@ class RunSession:
         from sandbox_agent.policy import Policy
         from sandbox_agent.tools.toolbox import ToolBox
         from sandbox_agent.workspace import Workspace
+        from sandbox_agent.workspace.owner import reap_workspaces_in_background
 
         config = self.config
+        reap_workspaces_in_background()  # what killed runs left: "the next start reaps" (T-22)
         with Workspace.create(self.source.path) as workspace:
             policy = Policy.for_repo(
                 workspace.root, runner=config.runner, allowed_tools=frozenset(config.allowed_tools)
             )
+            if self.environment is not None:  # every file it was made from, whatever its name
+                policy = dataclasses.replace(
+                    policy, extra_protected=policy.extra_protected + self.environment.sources
+                )
             toolbox = ToolBox(
                 workspace,
                 policy,
@@ -124,10 +141,13 @@ class RunSession:
                 runtime=config.runtime,
                 limits=config.limits,
                 cancel=cancel,
+                environment=None if self.environment is None else self.environment.mount(),
             )
             if config.prestart:
                 # Its start overlaps the set-up and the model's first turns.
                 toolbox.prestart(_sandboxes_ahead(self.provider, config.prestart))
+            toolbox.start_baseline()  # the original's test ids, while the model thinks
+            if config.prestart:
                 _import_what_the_end_needs()  # while Docker starts it, not after the last run
             trace = TraceWriter(self.run_dir, self.run_id, Redactor(), on_event)
 
@@ -151,6 +171,7 @@ class RunSession:
                     allowed_tools=list(config.allowed_tools),
                     fixture_sha256_before=workspace.sha256_before,
                     skipped=[tuple(s) for s in workspace.skipped][:50],
+                    environment=_environment_fields(self.environment),
                 )
                 try:
                     stop = agent_loop(
@@ -168,7 +189,12 @@ class RunSession:
                         "provider_error",
                     ):
                         final = toolbox.run_final_tests()
-                        trace.emit("final_tests", **_final_fields(final))
+                        waited = toolbox.baseline.waited_ms if toolbox.baseline else None
+                        trace.emit(
+                            "final_tests",
+                            **_final_fields(final),
+                            baseline_wait_ms=None if waited is None else round(waited, 1),
+                        )
                         stop = _after_final(stop, final, cancel)
                 except InfrastructureError as error:
                     trace.emit("infrastructure_error", error=summarise_exception(error))
@@ -176,6 +202,7 @@ class RunSession:
                 if on_final_workspace is not None:
                     on_final_workspace(workspace.root)
                 result = self._result(
+                    cancel=cancel,
                     workspace=workspace,
                     policy=policy,
                     state=state,
@@ -186,6 +213,7 @@ class RunSession:
                 )
                 return result
             finally:
+                toolbox.stop_baseline()  # before the workspace goes
                 left = toolbox.discard_prestarted()  # before the workspace goes
                 if left:
                     trace.emit("prestart_cleanup", failures=left[:10])
@@ -194,6 +222,7 @@ class RunSession:
     def _result(
         self,
         *,
+        cancel: CancelToken,
         workspace: Workspace,
         policy: Policy,
         state: LoopState,
@@ -202,13 +231,19 @@ class RunSession:
         trace: TraceWriter,
         started: float,
     ) -> RunResult:
-        diff = workspace.diff()
+        diff = workspace.diff(limits=self.config.diff_limits, cancel=cancel)
         files = workspace.files_changed()
         sha_after = workspace.source_sha256_now()
+        stop = _after_the_loop(stop, cancel)
         final_evidence = (
             None
             if final is None
-            else FinalTestEvidence(final.sandbox.status, bool(final.attested), bool(final.passed))
+            else FinalTestEvidence(
+                final.sandbox.status,
+                bool(final.attested),
+                bool(final.passed),
+                final.baseline_failure,
+            )
         )
         verdict = compute_status(
             Evidence(
@@ -235,6 +270,8 @@ class RunSession:
                 failures=int(final.failures),
                 status=str(final.status),
                 reused=final.reused,
+                baseline_tests=final.baseline_tests or 0,
+                missing_tests=list(final.missing_tests[:20]),
             ),
             budget_used=state.used,
             fixture=FixtureIntegrity(
@@ -252,6 +289,9 @@ class RunSession:
             model=redact.text(state.model),
             runtime=self.config.runtime,
             model_summary=None if state.model_summary is None else redact.text(state.model_summary),
+            environment=None
+            if self.environment is None
+            else RunEnvironment.model_validate(self.environment.summary()),
         )
 
     def _close(
@@ -310,6 +350,21 @@ def _import_what_the_end_needs() -> None:
     import sandbox_agent.evidence  # noqa: F401
 
 
+def _environment_fields(environment: Environment | None) -> dict[str, Any] | None:
+    """The trace's record of the dependency environment: what it holds, and what it cost."""
+    if environment is None:
+        return None
+    return {
+        **environment.summary(),
+        "source": environment.source,
+        "manifest_sha256": environment.manifest_sha256,
+        "size_bytes": environment.size_bytes,
+        "made": environment.made,
+        "resolved": environment.resolved,
+        "prepare_ms": environment.prepare_ms,
+    }
+
+
 def _final_fields(final: TestRun) -> dict[str, Any]:
     return {
         "passed": final.passed,
@@ -320,6 +375,8 @@ def _final_fields(final: TestRun) -> dict[str, Any]:
         "attested": final.attested,
         "runtime": final.runtime,
         "reused": final.reused,
+        "baseline_tests": final.baseline_tests,
+        "missing_tests": len(final.missing_tests),
     }
 
 
@@ -331,6 +388,19 @@ def _after_final(stop: LoopStop, final: TestRun, cancel: CancelToken) -> LoopSto
         return LoopStop("cancelled", "cancelled during the final test run")
     if cancel.deadline_passed():
         return LoopStop("timeout", "wall clock ran out during the final test run")
+    return stop
+
+
+def _after_the_loop(stop: LoopStop, cancel: CancelToken) -> LoopStop:
+    """Cancellation or the wall clock during the phases after the loop (the final tests,
+    the diff, the hash of the original) ends the run that way too: those phases stop
+    early for them, so their result is not the run's (SR-8 C8-4)."""
+    if stop.end in ("cancelled", "timeout"):
+        return stop
+    if cancel.cancelled:
+        return LoopStop("cancelled", "cancelled after the loop, during the final checks")
+    if cancel.deadline_passed():
+        return LoopStop("timeout", "wall clock ran out after the loop, during the final checks")
     return stop
 
 

@@ -18,6 +18,7 @@ First match wins:
  9    final tests refused (unverified sandbox)                     SANDBOX_ERROR
  10   final tests not completed and attested (timeout, OOM, ...)   FAILED
  11   final tests failed                                           FAILED
+ 11b  final tests passed but left out tests the original had       FAILED
  12   final tests passed in a verified sandbox                     SUCCEEDED
 ====  ==========================================================  ==================
 """
@@ -46,6 +47,8 @@ class FinalTestEvidence(NamedTuple):
     """``completed``, ``timeout``, ``refused``, ... (DESIGN.md section 3)."""
     attested: bool
     passed: bool
+    baseline_failure: str | None = None
+    """Why a run that otherwise passed left out tests the original collected (SR-8 C8-1)."""
 
 
 class Evidence(NamedTuple):
@@ -88,6 +91,8 @@ def compute_status(evidence: Evidence) -> Verdict:
         return Verdict("SANDBOX_ERROR", "the final test run could not be verified")
     if tests.sandbox_status != "completed" or not tests.attested:
         return Verdict("FAILED", f"the final test run ended {tests.sandbox_status}")
+    if not tests.passed and tests.baseline_failure is not None:
+        return Verdict("FAILED", f"the final run left out tests: {tests.baseline_failure}")
     if not tests.passed:
         return Verdict("FAILED", "the final tests fail")
     return Verdict("SUCCEEDED", "the final tests pass in a verified sandbox; original intact")

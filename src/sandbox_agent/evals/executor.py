@@ -18,9 +18,16 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from sandbox_agent.controller.models import Budgets, RunConfig, RunResult
+from sandbox_agent.deps.models import DepsOptions
 from sandbox_agent.errors import SetupError, UsageError
 from sandbox_agent.evals.cases import EvalCase
-from sandbox_agent.evals.heldout import HeldOutResult, copy_regular_tree, not_run, run_held_out
+from sandbox_agent.evals.heldout import (
+    HeldOutResult,
+    copy_regular_tree,
+    not_run,
+    run_held_out,
+    run_held_out_suite,
+)
 from sandbox_agent.evals.progress import ProgressBar
 from sandbox_agent.evals.records import Durations, RunRecord
 from sandbox_agent.evals.scoring import score_run
@@ -71,6 +78,8 @@ class EvalOptions(BaseModel):
     max_wall_seconds: float | None = Field(None, gt=0, le=86400)
     """``--max-wall-seconds``: every task's wall clock instead of its own (a local model
     on 2 cores takes minutes where a plan takes a second)."""
+    deps: DepsOptions = DepsOptions()
+    """How each task's repository gets its dependency environment (``--deps*``)."""
 
 
 def build_config(case: EvalCase, options: EvalOptions, run_id: str) -> RunConfig:
@@ -99,6 +108,7 @@ def build_config(case: EvalCase, options: EvalOptions, run_id: str) -> RunConfig
         ),
         limits=SandboxLimits(timeout_s=task.test_timeout_s),
         allowed_tools=task.allowed_tools,
+        deps=options.deps,
         trace_dir=options.trace_dir,
         run_id=run_id,
     )
@@ -163,6 +173,44 @@ def error_record(case: EvalCase, repeat: int, config: RunConfig, error: str) -> 
     )
 
 
+def _held_out(
+    case: EvalCase,
+    final: Path,
+    options: EvalOptions,
+    backend: SandboxBackend,
+    cancel: CancelToken,
+) -> HeldOutResult:
+    """The task's held-out check on the final tree, with the repository's dependency
+    environment (made before the run, so found here)."""
+    from sandbox_agent.deps import prepare_environment
+
+    task = case.task
+    source = case.repo or (case.fixtures_dir or Path()) / task.fixture
+    environment = prepare_environment(source, options.deps)
+    mount = None if environment is None else environment.mount()
+    limits = SandboxLimits(timeout_s=task.held_out.timeout_s)
+    if task.held_out.kind == "suite":
+        return run_held_out_suite(
+            final,
+            case.held_out_dir,
+            backend,
+            runtime=options.runtime,
+            limits=limits,
+            cancel=cancel,
+            environment=mount,
+        )
+    return run_held_out(
+        final,
+        case.held_out_dir,
+        backend,
+        module=task.held_out.module,
+        runtime=options.runtime,
+        limits=limits,
+        cancel=cancel,
+        environment=mount,
+    )
+
+
 def run_case(
     case: EvalCase,
     repeat: int,
@@ -204,15 +252,7 @@ def run_case(
             if cancel is not None and cancel.cancelled:
                 held_out_cancel.cancel()
             try:
-                held_out = run_held_out(
-                    final,
-                    case.held_out_dir,
-                    backend,
-                    module=task.held_out.module,
-                    runtime=options.runtime,
-                    limits=SandboxLimits(timeout_s=task.held_out.timeout_s),
-                    cancel=held_out_cancel,
-                )
+                held_out = _held_out(case, final, options, backend, held_out_cancel)
             except (UsageError, SetupError):
                 raise
             except Exception as raised:  # a broken task fails this run, not the eval

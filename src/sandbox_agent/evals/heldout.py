@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict
 from sandbox_agent.sandbox.base import (
     JUDGE_ARGV,
     CancelToken,
+    EnvironmentMount,
     JudgeRequest,
     Runtime,
     SandboxBackend,
@@ -59,9 +60,11 @@ class HeldOutResult(BaseModel):
     exit_code: int | None = None
     attested: bool = False
     duration_ms: float = 0.0
-    judge: Literal["out_of_process"] = "out_of_process"
-    """How the verdict was reached: the check ran in the judge, the code under test in
-    another process of another uid, every value crossing as plain data."""
+    judge: Literal["out_of_process", "in_process"] = "out_of_process"
+    """How the verdict was reached: ``out_of_process``, the check ran in the judge, the
+    code under test in another process of another uid, every value crossing as plain
+    data; ``in_process``, a project's own test suite counted by the trusted runner in
+    the process that runs the code under test (``run_held_out_suite``)."""
 
 
 def not_run(reason: str) -> HeldOutResult:
@@ -114,6 +117,81 @@ def copy_regular_tree(source: Path, target: Path) -> None:
             os.chmod(target / entry.name, _READABLE_FILE)
 
 
+def overlay_protected(pristine: Path, tree: Path) -> None:
+    """Put ``pristine``'s protected files (tests, test data and configuration) over
+    ``tree``, and remove protected files ``pristine`` does not have: the suite that
+    judges is the project's own, whatever the final tree holds."""
+    from sandbox_agent.policy.protected import protected_reason
+
+    for folder, _dirs, files in os.walk(tree, topdown=False):
+        for name in files:
+            rel = (Path(folder) / name).relative_to(tree).as_posix()
+            if protected_reason(rel) is not None and not (pristine / rel).is_file():
+                os.unlink(Path(folder) / name)
+    for folder, _dirs, files in os.walk(pristine):
+        for name in files:
+            source = Path(folder) / name
+            rel = source.relative_to(pristine).as_posix()
+            if protected_reason(rel) is None or source.is_symlink():
+                continue
+            target = tree / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.chmod(target.parent, _READABLE_DIR)
+            shutil.copyfile(source, target)
+            os.chmod(target, _READABLE_FILE)
+
+
+def run_held_out_suite(
+    final_tree: Path,
+    pristine: Path,
+    backend: SandboxBackend,
+    *,
+    runtime: Runtime = "runc",
+    limits: SandboxLimits | None = None,
+    cancel: CancelToken | None = None,
+    environment: EnvironmentMount | None = None,
+) -> HeldOutResult:
+    """Run the project's whole own suite on a copy of ``final_tree`` with ``pristine``'s
+    tests, through the trusted runner ``pristine`` is detected to use; judged like a
+    ``run_tests`` verdict, in process (``HeldOutResult.judge``)."""
+    from sandbox_agent.policy import detect_runner, runner_command
+    from sandbox_agent.tools.testrun import judge as judge_run
+
+    runner = detect_runner(pristine)
+    command = runner_command(runner)
+    with tempfile.TemporaryDirectory(prefix="sandbox-agent-heldout-") as scratch:
+        os.chmod(scratch, _READABLE_DIR)
+        root = Path(scratch) / "workspace"
+        copy_regular_tree(final_tree, root)
+        overlay_protected(pristine, root)
+        request = SandboxRequest(
+            argv=command.argv,
+            workspace=root,
+            runtime=runtime,
+            limits=limits or SandboxLimits(),
+            workload_env=command.workload_env,
+            labels={HELD_OUT_LABEL: "held-out-suite"},
+            environment=environment,
+        )
+        started = time.monotonic()
+        result = backend.run(request, cancel)
+        duration_ms = (time.monotonic() - started) * 1000
+    verdict = judge_run(result, runner)
+    return HeldOutResult(
+        ran=True,
+        passed=verdict.passed,
+        status=result.status,
+        reason=verdict.reason,
+        tests_run=verdict.tests_run,
+        failures=verdict.failures,
+        errors=verdict.errors,
+        exit_code=result.exit_code,
+        attested=result.attested,
+        duration_ms=duration_ms,
+        judge="in_process",
+    )
+
+
 def run_held_out(
     final_tree: Path,
     held_out_dir: Path,
@@ -123,6 +201,7 @@ def run_held_out(
     runtime: Runtime = "runc",
     limits: SandboxLimits | None = None,
     cancel: CancelToken | None = None,
+    environment: EnvironmentMount | None = None,
 ) -> HeldOutResult:
     """Judge the held-out module against a copy of ``final_tree``.
 
@@ -135,6 +214,8 @@ def run_held_out(
         runtime: ``runc`` or ``runsc``.
         limits: the sandbox limits (the task's test timeout among them).
         cancel: stops the run early.
+        environment: the repository's dependency environment: the candidate imports
+            from it, the judge never does.
 
     Raises:
         FileNotFoundError: the held-out module is missing (a broken task, not a failed run).
@@ -154,6 +235,7 @@ def run_held_out(
             limits=limits or SandboxLimits(),
             labels={HELD_OUT_LABEL: "held-out"},
             judge=judge,
+            environment=environment,
         )
         started = time.monotonic()
         result = backend.run(request, cancel)

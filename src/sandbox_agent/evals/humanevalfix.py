@@ -17,7 +17,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sandbox_agent.errors import UsageError
+from sandbox_agent.evals import edits
 from sandbox_agent.evals.cases import EvalCase
+from sandbox_agent.evals.edits import PatchEdit
 from sandbox_agent.evals.tasks import HeldOut, SuccessCriteria, Task
 from sandbox_agent.settings import PROJECT_ROOT
 
@@ -50,15 +52,6 @@ class Row(BaseModel):
     example_test: str = ""
     entry_point: str
     bug_type: str = ""
-
-
-class PatchEdit(BaseModel):
-    """One ``apply_patch`` edit: ``old`` occurs exactly once in the module."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    old: str
-    new: str
 
 
 def dataset_path(override: str | None = None) -> Path:
@@ -113,31 +106,7 @@ def minimal_edit(row: Row) -> PatchEdit:
     Raises:
         ValueError: no unique edit exists (the row is unusable).
     """
-    buggy_text, fixed_text = module_text(row), module_text(row, fixed=True)
-    buggy = buggy_text.splitlines(keepends=True)
-    fixed = fixed_text.splitlines(keepends=True)
-    prefix = 0
-    while prefix < min(len(buggy), len(fixed)) and buggy[prefix] == fixed[prefix]:
-        prefix += 1
-    suffix = 0
-    while (
-        suffix < min(len(buggy), len(fixed)) - prefix and buggy[-1 - suffix] == fixed[-1 - suffix]
-    ):
-        suffix += 1
-    start, buggy_end, fixed_end = prefix, len(buggy) - suffix, len(fixed) - suffix
-    while True:
-        old = "".join(buggy[start:buggy_end])
-        if old and buggy_text.count(old) == 1:
-            edit = PatchEdit(old=old, new="".join(fixed[start:fixed_end]))
-            if buggy_text.replace(old, edit.new, 1) != fixed_text:
-                raise ValueError(f"{row.task_id}: the edit does not reproduce the fix")
-            return edit
-        if buggy_end < len(buggy):
-            buggy_end, fixed_end = buggy_end + 1, fixed_end + 1
-        elif start > 0:
-            start -= 1
-        else:
-            raise ValueError(f"{row.task_id}: no unique edit turns the buggy module into the fix")
+    return edits.minimal_edit(module_text(row), module_text(row, fixed=True), row.task_id)
 
 
 def _without_call(check_source: str, entry_point: str) -> str:

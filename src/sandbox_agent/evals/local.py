@@ -130,16 +130,6 @@ def run(args: argparse.Namespace) -> int:
     budget = ["--max-wall-seconds", str(args.max_wall_seconds), "--jobs", "1"]
     dataset = ["--dataset", args.dataset] if args.dataset else []
     began = time.monotonic()
-    if not args.skip_agent:
-        fixtures = ["--suite", "fixtures", "--repeats", str(args.repeats)]
-        _eval(["eval", "--provider", "local", *fixtures, *budget, "--results-dir",
-               str(results / "fixtures")])  # fmt: skip
-        hef = ["--suite", "humanevalfix", "--tasks", ",".join(chosen), *dataset,
-               "--max-iterations", str(MAX_ITERATIONS_HUMANEVALFIX)]  # fmt: skip
-        _eval(["eval", "--provider", "local", *hef, *budget, "--results-dir",
-               str(results / "humanevalfix")])  # fmt: skip
-    if not args.skip_oneshot:
-        _oneshot(rows, chosen, results / "oneshot.json")
     split = (
         "all 164 rows"
         if args.humanevalfix == "all"
@@ -150,14 +140,31 @@ def run(args: argparse.Namespace) -> int:
         "repeats": args.repeats,
         "humanevalfix_max_iterations": MAX_ITERATIONS_HUMANEVALFIX,
     }
-    md, js = write_local_report(
-        results,
-        Path(args.report_dir),
-        subset=chosen,
-        split=split,
-        budgets=budgets,
-        wall_seconds=time.monotonic() - began,
-    )
+
+    def report() -> tuple[Path, Path]:
+        # After every stage: a session that stops midway still leaves what finished.
+        return write_local_report(
+            results,
+            Path(args.report_dir),
+            subset=chosen,
+            split=split,
+            budgets=budgets,
+            wall_seconds=time.monotonic() - began,
+        )
+
+    if not args.skip_agent:
+        fixtures = ["--suite", "fixtures", "--repeats", str(args.repeats)]
+        _eval(["eval", "--provider", "local", *fixtures, *budget, "--results-dir",
+               str(results / "fixtures")])  # fmt: skip
+        report()
+        hef = ["--suite", "humanevalfix", "--tasks", ",".join(chosen), *dataset,
+               "--max-iterations", str(MAX_ITERATIONS_HUMANEVALFIX)]  # fmt: skip
+        _eval(["eval", "--provider", "local", *hef, *budget, "--results-dir",
+               str(results / "humanevalfix")])  # fmt: skip
+        report()
+    if not args.skip_oneshot:
+        _oneshot(rows, chosen, results / "oneshot.json")
+    md, js = report()
     print(f"eval-local: report {md} {js}", file=sys.stderr)
     return 0
 

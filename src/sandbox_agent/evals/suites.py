@@ -1,4 +1,5 @@
-"""Suites, chosen from one table: ``fixtures`` (``evals/tasks.json``) and ``humanevalfix``.
+"""Suites, chosen from one table: ``fixtures`` (``evals/tasks.json``), ``humanevalfix`` and
+``realrepos`` (``evals/realrepos/tasks.json``).
 
 A suite turns options into ``EvalCase``s. Generated material (HumanEvalFix repositories,
 control plans) lives in a scratch folder the caller owns and removes.
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from sandbox_agent.deps.models import DepsOptions
 from sandbox_agent.errors import UsageError
 from sandbox_agent.evals.cases import EvalCase
 from sandbox_agent.evals.tasks import (
@@ -42,6 +44,8 @@ class SuiteOptions(BaseModel):
     """HumanEvalFix JSONL path (else ``$SANDBOX_AGENT_HUMANEVALFIX`` or ``../shared/...``)."""
     plans_dir: Path | None = None
     """``--plans DIR``: ``DIR/<task id>.json`` (a plan file) replaces that task's plan."""
+    deps: DepsOptions = DepsOptions()
+    """Where realrepos' dependency environments come from (``--deps-index-url``)."""
 
 
 def _control_plan(scratch: Path) -> Path:
@@ -89,9 +93,17 @@ def humanevalfix_cases(options: SuiteOptions, scratch: Path) -> list[EvalCase]:
     return humanevalfix.build_suite(rows, scratch, fix=options.fix)
 
 
+def realrepos_cases(options: SuiteOptions, scratch: Path) -> list[EvalCase]:
+    """One case per task of ``evals/realrepos/tasks.json``; sdists fetched when missing."""
+    from sandbox_agent.evals.realrepos.suite import build_cases as realrepos_build
+
+    return realrepos_build(options.task_ids, scratch, fix=options.fix, deps=options.deps)
+
+
 SUITES: dict[str, Callable[[SuiteOptions, Path], list[EvalCase]]] = {
     "fixtures": fixture_cases,
     "humanevalfix": humanevalfix_cases,
+    "realrepos": realrepos_cases,
 }
 DEFAULT_SUITE = "fixtures"
 

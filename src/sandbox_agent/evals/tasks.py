@@ -36,6 +36,7 @@ TaskKind = Literal[
     "review",
     "bad_selector",
     "humanevalfix",
+    "realrepos",
 ]
 FixturesRoot = Literal["project", "evals"]
 
@@ -72,6 +73,11 @@ class PolicyConstraints(_Strict):
 class HeldOut(_Strict):
     """Held-out tests: a folder under ``evals/held_out`` with one unittest module."""
 
+    kind: Literal["judge", "suite"] = "judge"
+    """``judge``: the module below, judged out of process (``evals.heldout.run_held_out``).
+    ``suite``: ``path`` is the project's pristine tree, and the check is its whole own
+    test suite (pristine tests over the final tree), counted in process
+    (``run_held_out_suite``; the realrepos suite)."""
     path: str = Field(min_length=1)
     """Folder relative to ``evals/held_out`` (or absolute, for generated suites)."""
     module: str = Field("test_heldout", pattern=HELD_OUT_MODULE_PATTERN)

@@ -8,8 +8,10 @@ the writer on purpose: the verifier must not share the writer's bugs.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import NamedTuple
 
@@ -87,6 +89,27 @@ def _check_line(
     return None
 
 
+MAX_EVIDENCE_FILE_BYTES = 256 * 1024 * 1024
+"""No file of a RUN_DIR is read when larger (by ``st_size``, before reading): a replaced
+trace or result of terabytes is a failed check, not a crash (issue 20, SR-8 C8-6)."""
+
+
+def read_bounded(path: Path, limit: int = MAX_EVIDENCE_FILE_BYTES) -> bytes:
+    """The bytes of the regular file at ``path``, refused by size before any read.
+
+    Raises:
+        OSError: unreadable, not a regular file, or larger than ``limit`` (``EFBIG``).
+    """
+    with path.open("rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > limit:
+            raise OSError(errno.EFBIG, f"{size} bytes, more than {limit}")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"more than {limit} bytes")
+    return data
+
+
 def walk_chain(path: Path, *, run_id: str | None = None) -> ChainWalk:
     """Check every line of the trace at ``path``; stop at the first that does not verify.
 
@@ -95,7 +118,7 @@ def walk_chain(path: Path, *, run_id: str | None = None) -> ChainWalk:
         run_id: the run every event must name (the sealed result's), or None to skip.
     """
     try:
-        data = path.read_bytes()
+        data = read_bounded(path)
     except OSError as error:
         reason = f"cannot read {path.name}: {error.strerror}"
         return ChainWalk(0, None, BadEvent(line=0, seq=None, reason=reason))

@@ -19,7 +19,13 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import BaseModel, ConfigDict
 
-from sandbox_agent.evidence.chain import TRACE_FILE, BadEvent, sha256_hex, walk_chain
+from sandbox_agent.evidence.chain import (
+    TRACE_FILE,
+    BadEvent,
+    read_bounded,
+    sha256_hex,
+    walk_chain,
+)
 from sandbox_agent.evidence.keys import fingerprint, load_public_key, public_key_path
 from sandbox_agent.evidence.seal import (
     EVIDENCE_FILE,
@@ -106,7 +112,7 @@ class _Checks:
 def _load_evidence(run_dir: Path) -> tuple[dict[str, Any] | None, str]:
     path = run_dir / EVIDENCE_FILE
     try:
-        document = strict_json(path.read_bytes())
+        document = strict_json(read_bounded(path))
     except FileNotFoundError:
         return None, f"{EVIDENCE_FILE} is missing: the run was never sealed"
     except (OSError, ValueError) as error:
@@ -178,7 +184,7 @@ def _check_chain(run_dir: Path, record: dict[str, Any] | None, checks: _Checks) 
 
 def _check_result(run_dir: Path, record: dict[str, Any], checks: _Checks) -> None:
     try:
-        result = strict_json((run_dir / RESULT_FILE).read_bytes())
+        result = strict_json(read_bounded(run_dir / RESULT_FILE))
     except (OSError, ValueError) as error:
         checks.add("result", False, f"{RESULT_FILE} is missing or not JSON ({error})")
         return
@@ -198,7 +204,7 @@ def _check_result(run_dir: Path, record: dict[str, Any], checks: _Checks) -> Non
 
 def _check_diff(run_dir: Path, record: dict[str, Any], checks: _Checks) -> None:
     try:
-        actual = sha256_hex((run_dir / DIFF_FILE).read_bytes())
+        actual = sha256_hex(read_bounded(run_dir / DIFF_FILE))
     except OSError as error:
         checks.add("diff", False, f"{DIFF_FILE} cannot be read ({error.strerror})")
         return
@@ -229,10 +235,11 @@ def _check_fixture(
         checks.add("fixture", allow_missing_source, detail + " (not re-hashed)")
         return
     from sandbox_agent.errors import WorkspaceError
-    from sandbox_agent.workspace.hashing import tree_sha256
+    from sandbox_agent.workspace import WorkspaceLimits
+    from sandbox_agent.workspace.workspace import source_sha256
 
     try:
-        now = tree_sha256(source)
+        now = source_sha256(source, WorkspaceLimits())  # bounded like the run's (SR-8 C8-5)
     except WorkspaceError as error:
         checks.add("fixture", False, f"cannot re-hash {source}: {error}")
         return

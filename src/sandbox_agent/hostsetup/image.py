@@ -47,6 +47,9 @@ MIRROR = os.environ.get("SANDBOX_AGENT_DEBIAN_MIRROR", "http://deb.debian.org/de
 PACKAGES = ("python3", "python3-pytest")
 PYTHON_STDLIB = "usr/lib/python3.11"
 WORKSPACE = "workspace"
+DEPS = "deps"
+"""An empty folder: where a repository's dependency environment is mounted (issue 17);
+PID 1's attestation finds it empty when none is."""
 SANDBOX_UID = 10001
 
 # Removed from the image: anything that would let a workload run a shell, install
@@ -253,6 +256,7 @@ def _strip_and_add_supervisor(root: Path) -> None:
     for path in [target, *target.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     (root / WORKSPACE).mkdir(exist_ok=True)
+    (root / DEPS).mkdir(mode=0o755, exist_ok=True)
     (root / "tmp").chmod(0o1777)
 
 

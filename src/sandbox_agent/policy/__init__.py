@@ -9,6 +9,7 @@ from sandbox_agent.policy.commands import (
     RUNNER_NAMES,
     RunnerCommand,
     RunnerName,
+    collect_command,
     runner_command,
 )
 from sandbox_agent.policy.policy import Policy
@@ -21,6 +22,7 @@ __all__ = [
     "Policy",
     "RunnerCommand",
     "RunnerName",
+    "collect_command",
     "denials",
     "detect_runner",
     "protected_reason",

@@ -14,6 +14,7 @@ from typing import Literal, NamedTuple
 from sandbox_agent.errors import ToolDenied
 from sandbox_agent.policy import denials
 from sandbox_supervisor.launch import RUNNER_ARGV
+from sandbox_supervisor.run_tests import COLLECT_ONLY
 
 RunnerName = Literal["unittest", "pytest"]
 RUNNER_NAMES: tuple[RunnerName, ...] = ("unittest", "pytest")
@@ -73,3 +74,14 @@ def runner_command(runner: str, selector: str | None = None) -> RunnerCommand:
             )
         argv = (*argv, selector)
     return RunnerCommand(argv, dict(RUNNER_ENV[runner]))
+
+
+def collect_command(runner: str) -> RunnerCommand:
+    """The allowlisted runner in collect-only mode: the baseline of the original's test ids
+    (SR-8 C8-1). Never a model's choice: the controller runs it itself.
+
+    Raises:
+        ToolDenied: ``command.not_allowlisted`` for an unknown runner.
+    """
+    command = runner_command(runner)
+    return RunnerCommand((*command.argv, COLLECT_ONLY), command.workload_env)

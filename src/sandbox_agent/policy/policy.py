@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,7 +34,9 @@ class Policy:
     test_file_globs: tuple[str, ...] = ()
     """The repository's own test-module globs (pytest ``python_files``), protected too."""
     test_folders: tuple[str, ...] = ()
-    """The repository's own test folders (pytest ``testpaths``), protected whole."""
+    """The repository's own test folders (pytest ``testpaths``), protected whole. pytest
+    expands each as a glob (``glob.iglob(..., recursive=True)``): so does the policy, and
+    everything under a folder a glob matches is test code (SR-8 C8-1)."""
 
     @classmethod
     def for_repo(
@@ -72,8 +75,9 @@ class Policy:
             target = folded if "/" in pattern else name
             if fnmatch.fnmatchcase(target, pattern) or fnmatch.fnmatchcase(folded, f"*/{pattern}"):
                 return f"a test module (pytest python_files '{glob}')"
+        parts = tuple(folded.split("/"))
         for folder in self.test_folders:
-            if folded.startswith(f"{fold(folder)}/") or folded == fold(folder):
+            if under_glob(tuple(fold(part) for part in folder.split("/")), parts):
                 return f"inside the test folder '{folder}' (pytest testpaths)"
         return None
 
@@ -99,3 +103,24 @@ def _runner_name(runner: str) -> RunnerName:
     from sandbox_agent.errors import UsageError
 
     raise UsageError(f"unknown runner '{runner}'; use auto, unittest or pytest")
+
+
+def under_glob(pattern: tuple[str, ...], path: tuple[str, ...]) -> bool:
+    """Whether ``path`` or one of its parent folders matches the glob ``pattern`` (both
+    split at ``/``): ``*``, ``?`` and ``[...]`` within one component, ``**`` any number
+    of components, as pytest's ``testpaths`` expansion reads them."""
+
+    @functools.cache
+    def match(at_pattern: int, at_path: int) -> bool:
+        if at_pattern == len(pattern):
+            return True  # a prefix of ``path`` matched: the path is under it
+        head = pattern[at_pattern]
+        if head == "**":
+            return any(match(at_pattern + 1, start) for start in range(at_path, len(path) + 1))
+        return (
+            at_path < len(path)
+            and fnmatch.fnmatchcase(path[at_path], head)
+            and match(at_pattern + 1, at_path + 1)
+        )
+
+    return match(0, 0)

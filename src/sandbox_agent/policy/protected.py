@@ -28,6 +28,20 @@ TEST_CONFIG_NAMES = frozenset(
 )
 """Test configuration, at any depth. ``setup.cfg`` and ``pyproject.toml`` are protected
 whole: a section that configures tests cannot be told apart safely from one that does not."""
+DEPENDENCY_FILE_GLOBS = (
+    "requirements*.txt",
+    "*requirements.txt",
+    "constraints*.txt",
+    "uv.lock",
+    "pylock.toml",
+    "pylock.*.toml",
+)
+"""Dependency declarations and locks, at any depth (issue 17): the environment is made
+from them before the run, and a final diff must not change what the next run gets.
+``pyproject.toml`` and ``setup.cfg`` are test configuration already; files a
+requirements file includes by another name are protected per run
+(``Policy.extra_protected``, from the declaration's sources)."""
+DEPENDENCY_DIR_NAMES = frozenset({"requirements"})
 STARTUP_HOOK_NAMES = frozenset({"sitecustomize.py", "usercustomize.py"})
 STARTUP_HOOK_GLOBS = ("*.pth",)
 """Interpreter start-up hooks, at any depth."""
@@ -35,6 +49,15 @@ CONTROL_DIR_NAMES = frozenset(
     {"eval", "evals", "evaluation", "policy", "policies", ".sandbox-agent", ".git", ".github"}
 )
 """Evaluation and policy folders (and version-control metadata), at the top level."""
+VCS_DIR_NAMES = frozenset({".git", ".hg", ".svn"})
+"""Version-control folders, at any depth: left out of the copy, so the model must not make
+one either (a reused verdict's hash once left ``.git`` out at any depth, SR-8 C8-2)."""
+VENV_MARKER_NAMES = frozenset({"pyvenv.cfg"})
+VENV_SCRIPT_DIRS = frozenset({"bin", "scripts"})
+VENV_SCRIPT_GLOBS = ("activate*",)
+"""What makes pytest take a folder for a virtual environment and skip it whole
+(``bin/activate*``, ``Scripts/activate*``; ``pyvenv.cfg`` for pytest 8), at any depth:
+one empty marker would hide a test folder (SR-8 C8-1)."""
 RUNNER_MODULE_NAMES = frozenset({"unittest", "pytest", "_pytest", "pluggy", "sandbox_supervisor"})
 """Top-level modules or packages that would shadow the test runner itself."""
 
@@ -53,10 +76,21 @@ def protected_reason(path: str) -> str | None:
     for folder in parts[:-1]:
         if folder in TEST_DIR_NAMES:
             return f"inside the test folder '{folder}'"
+        if folder in DEPENDENCY_DIR_NAMES:
+            return f"inside the dependency folder '{folder}'"
+    for part in parts:
+        if part in VCS_DIR_NAMES:
+            return f"version-control metadata ('{part}')"
+    if name in VENV_MARKER_NAMES or (
+        len(parts) > 1 and parts[-2] in VENV_SCRIPT_DIRS and _matches(name, VENV_SCRIPT_GLOBS)
+    ):
+        return "a virtual-environment marker (pytest would skip the folder holding it)"
     if parts[0] in CONTROL_DIR_NAMES and len(parts) > 1:
         return f"inside the protected folder '{parts[0]}'"
     if name in TEST_CONFIG_NAMES:
         return "test configuration"
+    if _matches(name, DEPENDENCY_FILE_GLOBS):
+        return "a dependency declaration or lock"
     if name in STARTUP_HOOK_NAMES or _matches(name, STARTUP_HOOK_GLOBS):
         return "an interpreter start-up hook"
     if _matches(name, TEST_FILE_GLOBS):

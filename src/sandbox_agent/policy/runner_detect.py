@@ -28,9 +28,11 @@ def detect_runner(repo: Path) -> RunnerName:
     if pyproject is not None:
         try:
             tool = tomllib.loads(pyproject).get("tool", {})
-        except (tomllib.TOMLDecodeError, RecursionError):
+        except (ValueError, RecursionError):
             # tomllib recurses once per nesting level: a hostile file of nested arrays
-            # is unparseable for us (and for pytest), never a crash.
+            # is unparseable for us (and for pytest), never a crash. ValueError, not only
+            # TOMLDecodeError: an integer past the 4300-digit limit is ``int()``'s own
+            # ValueError (SR-8 C8-3).
             tool = {}
         pytest_table = tool.get("pytest", {}) if isinstance(tool, dict) else {}
         if isinstance(pytest_table, dict) and "ini_options" in pytest_table:
@@ -110,7 +112,7 @@ def _pytest_sections(repo: Path) -> list[dict[str, object]]:
     pyproject = _read(repo / "pyproject.toml")
     try:
         tool = tomllib.loads(pyproject or "").get("tool", {})
-    except (tomllib.TOMLDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # see detect_runner
         tool = {}
     table = tool.get("pytest", {}) if isinstance(tool, dict) else {}
     options = table.get("ini_options") if isinstance(table, dict) else None

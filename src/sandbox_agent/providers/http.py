@@ -12,7 +12,6 @@ silent at the last moment).
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 
@@ -122,9 +121,11 @@ def bounded_client(transport: BoundedTransport) -> httpx2.Client:
     return httpx2.Client(transport=transport, follow_redirects=False)
 
 
-UNDECODABLE_BODY = (json.JSONDecodeError, UnicodeDecodeError, RecursionError)
-"""What the SDKs raise, unwrapped, for a body they cannot decode: not JSON, not UTF-8, or
-nested deeper than the decoder's recursion limit."""
+UNDECODABLE_BODY = (ValueError, RecursionError)
+"""What the SDKs raise, unwrapped, for a body they cannot decode: not JSON
+(``JSONDecodeError``), not UTF-8 (``UnicodeDecodeError``), an integer past Python's
+4300-digit limit (a plain ``ValueError`` from ``int()``, SR-8 C8-3), or nested deeper
+than the decoder's recursion limit."""
 
 
 def bounded_failure(error: Exception) -> Failure | None:

@@ -68,7 +68,7 @@ def load_plan(path: str | Path) -> Plan:
         data = json.loads(plan_path.read_text(encoding="utf-8"))
     except OSError as error:
         raise UsageError(f"cannot read plan file {plan_path}: {error.strerror}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+    except (ValueError, RecursionError) as error:  # undecodable, not JSON, a huge integer
         raise UsageError(f"plan file {plan_path} is not JSON ({error}); see DESIGN.md 6") from None
     try:
         return Plan.model_validate(data)

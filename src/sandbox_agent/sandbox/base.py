@@ -19,11 +19,11 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sandbox_supervisor.runner_report import MAX_COUNT
+from sandbox_supervisor.runner_report import MAX_COUNT, MAX_TEST_ID_CHARS, MAX_TEST_IDS
 
 Runtime = Literal["runc", "runsc"]
 RUNTIMES: tuple[Runtime, ...] = ("runc", "runsc")
@@ -100,6 +100,18 @@ class JudgeRequest(BaseModel):
     candidate_argv: tuple[str, ...] = CANDIDATE_ARGV
 
 
+class EnvironmentMount(BaseModel):
+    """A repository's dependency environment, mounted read-only at ``/deps`` (issue 17)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host_path: Path
+    """The environment's folder on the host (``manifest.json`` and ``site/``), read-only
+    and named by its hash (``sandbox_agent.deps``)."""
+    manifest_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """sha256 of its ``manifest.json``: pinned in the spec, checked by PID 1."""
+
+
 class SandboxRequest(BaseModel):
     """One command to run in a fresh sandbox over a read-only copy of the workspace."""
 
@@ -118,6 +130,11 @@ class SandboxRequest(BaseModel):
     judge: JudgeRequest | None = None
     """A held-out check judged out of process: ``argv`` is then the judge's
     (``JUDGE_ARGV``), and the code under test runs in a separate candidate process."""
+    environment: EnvironmentMount | None = None
+    """The repository's dependency environment, or None (then nothing more is mounted)."""
+
+
+TestId = Annotated[str, Field(min_length=1, max_length=MAX_TEST_ID_CHARS)]
 
 
 class RunnerReport(BaseModel):
@@ -130,6 +147,13 @@ class RunnerReport(BaseModel):
     failures: int = Field(ge=0, le=MAX_COUNT)
     errors: int = Field(ge=0, le=MAX_COUNT)
     skipped: int = Field(ge=0, le=MAX_COUNT, default=0)
+    mode: Literal["run", "collect"] | None = None
+    """``run``: ``ids`` are the tests that ran; ``collect``: those collected (nothing ran).
+    None: a report without ids (a held-out check's judge)."""
+    ids: tuple[TestId, ...] | None = Field(None, max_length=MAX_TEST_IDS)
+    """The test ids (docs/SANDBOX_PROTOCOL.md); None when absent or more than fit."""
+    broken: tuple[TestId, ...] = Field((), max_length=MAX_TEST_IDS)
+    """What could not be collected: unittest module names, pytest collector node ids."""
 
 
 class AttestationCheck(BaseModel):
@@ -203,12 +227,15 @@ class SandboxResult(BaseModel):
 class CancelToken:
     """A cancellation flag and a deadline, checked before create, before start and while running."""
 
-    def __init__(self, deadline: float | None = None) -> None:
+    def __init__(self, deadline: float | None = None, *, parent: CancelToken | None = None) -> None:
         """Args:
         deadline: a ``time.monotonic()`` instant after which nothing new may start, or None.
+        parent: a token whose cancellation cancels this one too (a background run's own
+            token, which its owner can also cancel alone).
         """
         self._event = threading.Event()
         self.deadline = deadline
+        self._parent = parent
 
     def cancel(self) -> None:
         """Ask every phase to stop; a running sandbox is killed within a second."""
@@ -216,9 +243,11 @@ class CancelToken:
 
     @property
     def cancelled(self) -> bool:
-        return self._event.is_set()
+        return self._event.is_set() or (self._parent is not None and self._parent.cancelled)
 
     def deadline_passed(self) -> bool:
+        if self._parent is not None and self._parent.deadline_passed():
+            return True
         return self.deadline is not None and time.monotonic() >= self.deadline
 
     def wait(self, seconds: float) -> bool:

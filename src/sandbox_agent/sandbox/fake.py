@@ -20,6 +20,7 @@ from sandbox_agent.sandbox.base import (
     SandboxRequest,
     SandboxResult,
 )
+from sandbox_supervisor.run_tests import COLLECT_ONLY
 
 ScriptedResult = SandboxResult | Callable[[SandboxRequest], SandboxResult]
 
@@ -27,13 +28,23 @@ ScriptedResult = SandboxResult | Callable[[SandboxRequest], SandboxResult]
 class FakeBackend(SandboxBackend):
     """Answers each ``run`` with the next scripted result; refuses once the script runs out."""
 
-    def __init__(self, results: Iterable[ScriptedResult] = ()) -> None:
+    def __init__(
+        self,
+        results: Iterable[ScriptedResult] = (),
+        *,
+        collected: ScriptedResult | None = None,
+    ) -> None:
         """Args:
         results: one result (or a function of the request) per expected run, in order.
+        collected: the answer to every collect-only run (the controller's baseline of the
+            original's test ids, made in the background); a suite of no tests by default.
+            These runs take nothing from ``results`` and are listed in ``collect_requests``.
         """
         self._script = list(results)
+        self._collected = collected or _no_tests
         self.requests: list[SandboxRequest] = []
-        """Every request received, in order."""
+        """Every request received, in order (collect-only runs apart)."""
+        self.collect_requests: list[SandboxRequest] = []
         self.closed = False
 
     def add(self, *results: ScriptedResult) -> None:
@@ -42,6 +53,11 @@ class FakeBackend(SandboxBackend):
 
     @override
     def run(self, request: SandboxRequest, cancel: CancelToken | None = None) -> SandboxResult:
+        if request.argv[-1:] == (COLLECT_ONLY,):
+            self.collect_requests.append(request)
+            scripted = self._collected
+            result = scripted(request) if callable(scripted) else scripted
+            return result.model_copy(update={"runtime": request.runtime})
         self.requests.append(request)
         if cancel is not None and (cancel.cancelled or cancel.deadline_passed()):
             return SandboxResult(
@@ -76,11 +92,19 @@ def completed(
     output: bytes = b"",
     report: bool = True,
     runtime: Runtime = "runc",
+    ids: list[str] | None = None,
 ) -> SandboxResult:
-    """A verified, attested, completed run with the given exit code and runner report."""
+    """A verified, attested, completed run with the given exit code and runner report
+    (with the ids of the tests that ran, when ``ids`` is given)."""
     runner_report = (
         RunnerReport(
-            runner=runner, tests_run=tests_run, failures=failures, errors=errors, skipped=skipped
+            runner=runner,
+            tests_run=tests_run,
+            failures=failures,
+            errors=errors,
+            skipped=skipped,
+            mode=None if ids is None else "run",
+            ids=None if ids is None else tuple(ids),
         )
         if report
         else None
@@ -102,3 +126,27 @@ def completed(
 def refused(reason: str, runtime: Runtime = "runc") -> SandboxResult:
     """A run that could not be verified."""
     return SandboxResult(status="refused", reason=reason, started=False, runtime=runtime)
+
+
+def collected_ids(
+    ids: list[str], *, broken: list[str] | None = None, runner: str = "unittest"
+) -> SandboxResult:
+    """A completed collect-only run that found ``ids`` (and could not import ``broken``)."""
+    return completed(exit_code=0, tests_run=0, runner=runner).model_copy(
+        update={
+            "runner_report": RunnerReport(
+                runner=runner,
+                tests_run=0,
+                failures=0,
+                errors=0,
+                mode="collect",
+                ids=tuple(ids),
+                broken=tuple(broken or ()),
+            )
+        }
+    )
+
+
+def _no_tests(request: SandboxRequest) -> SandboxResult:
+    """The default collect-only answer: the runner asked for found no test."""
+    return collected_ids([], runner=request.argv[-2])

@@ -38,6 +38,9 @@ REQUIRED_CHECKS = (
 MAX_WHY = 200
 MAX_CHECKS_KEPT = 64
 """At most this many of an attestation's checks are kept for the record."""
+MAX_RECORD_INT = 10**9
+"""Every number of a record is within this: one out of range makes the record malformed,
+never an exception later (issue 20, SR-8 C8-3)."""
 
 
 class Attestation(BaseModel):
@@ -46,7 +49,7 @@ class Attestation(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     type: Literal["attestation"]
-    v: int
+    v: int = Field(ge=0, le=MAX_RECORD_INT)
     nonce: str
     runtime: Runtime
     ok: bool
@@ -59,17 +62,17 @@ class ExitReport(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     type: Literal["exit"]
-    v: int
+    v: int = Field(ge=0, le=MAX_RECORD_INT)
     nonce: str
     launch: Literal["exec", "fork"]
     """``fork``: the trusted runner ran in PID 1's forked interpreter, not exec'd."""
-    exit_code: int
-    signal: int | None
+    exit_code: int = Field(ge=-MAX_RECORD_INT, le=MAX_RECORD_INT)
+    signal: int | None = Field(ge=0, le=MAX_RECORD_INT)
     timed_out: bool
-    output_bytes: int = Field(ge=0)
+    output_bytes: int = Field(ge=0, le=MAX_RECORD_INT)
     output_truncated: bool
-    duration_ms: float
-    oom_kills_delta: int | None
+    duration_ms: float = Field(ge=0, le=MAX_RECORD_INT, allow_inf_nan=False)
+    oom_kills_delta: int | None = Field(ge=-MAX_RECORD_INT, le=MAX_RECORD_INT)
     runner_report: dict[str, Any] | None
     runner_report_error: str | None
 
@@ -81,7 +84,7 @@ def _short(text: str) -> str:
 def _parse(model: type[BaseModel], payload: bytes) -> tuple[Any, str]:
     try:
         return model.model_validate(json.loads(payload)), ""
-    except (ValueError, ValidationError) as error:
+    except (ValueError, ValidationError, RecursionError) as error:
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
         return None, f"malformed: {_short(first)}"
 

@@ -31,13 +31,41 @@ GVISOR_CANARY_ERRNO = 1
 """gVisor (runsc 20221219, ``--oci-seccomp``) ignores ``errnoRet`` and answers EPERM."""
 
 
+CLONE3 = "clone3"
+GVISOR_CLONE3_RULE = {
+    "names": [CLONE3],
+    "action": "SCMP_ACT_ALLOW",
+    "args": [],
+    "comment": "runsc: gVisor answers clone3 itself (ENOSYS: not implemented in 20221219)",
+    "includes": {},
+    "excludes": {},
+}
+
+
 @functools.cache
-def profile_json() -> str:
+def profile_json(runtime: Runtime = "runc") -> str:
     """The profile as compact JSON text: what goes into ``SecurityOpt`` as ``seccomp=<text>``.
+
+    Under runsc one rule differs, derived here from the pinned file: Docker answers
+    ``clone3`` with ENOSYS (``errnoRet`` 38) so that glibc falls back to ``clone``, whose
+    flags seccomp can filter; gVisor ignores ``errnoRet`` and answered EPERM, glibc did
+    not fall back, and no process could start a thread. gVisor itself does not implement
+    ``clone3`` (it answers ENOSYS), so there the call is let through to it
+    (tests/sandbox/conformance: ``test_the_workload_can_start_threads_and_clone3_is_not_there``
+    fails if a later gVisor implements it).
 
     Raises:
         SetupError: the shipped profile is missing or differs from the pinned hash.
     """
+    profile = json.loads(_pinned_bytes())
+    if runtime == "runsc":
+        profile["syscalls"] = [
+            rule for rule in profile["syscalls"] if rule["names"] != [CLONE3]
+        ] + [GVISOR_CLONE3_RULE]
+    return json.dumps(profile, separators=(",", ":"), sort_keys=False)
+
+
+def _pinned_bytes() -> bytes:
     try:
         raw = resources.files("sandbox_agent.sandbox").joinpath(PROFILE_FILE).read_bytes()
     except OSError as error:
@@ -48,7 +76,7 @@ def profile_json() -> str:
             f"the seccomp profile {PROFILE_FILE} was changed (sha256 {digest[:12]}...): "
             "restore it from git or reinstall"
         )
-    return json.dumps(json.loads(raw), separators=(",", ":"), sort_keys=False)
+    return raw
 
 
 def canary(runtime: Runtime) -> dict[str, int]:

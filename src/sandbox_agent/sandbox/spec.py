@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from sandbox_agent.sandbox import seccomp
 from sandbox_agent.sandbox.base import Runtime, SandboxRequest
 from sandbox_agent.sandbox.owner import LABEL_OWNER, LABEL_SANDBOX
+from sandbox_supervisor.deps import DEPS_ROOT
 from sandbox_supervisor.identity import JUDGE_UID, PID1_CAPABILITIES, WORKLOAD_UID
 from sandbox_supervisor.protocol import canonical_json
 
@@ -32,6 +33,17 @@ PID1_CAP_ADD = ("KILL", "SETGID", "SETPCAP", "SETUID")
 (bounding set, groups, gid, uid) and signal the workload at its deadline."""
 SANDBOX_HOSTNAME = "sandbox"
 WORKSPACE_TARGET = "/workspace"
+DEPS_TARGET = DEPS_ROOT
+"""Where a dependency environment is mounted read-only (issue 17; ``sandbox_supervisor.deps``)."""
+DEPS_WORKLOAD_ENV: tuple[tuple[str, str], ...] = (
+    ("OPENBLAS_NUM_THREADS", "1"),
+    ("OMP_NUM_THREADS", "1"),
+    ("MKL_NUM_THREADS", "1"),
+)
+"""With an environment, numerical libraries start no thread pool: the sandbox has one CPU
+by default, and under runsc no thread can be started at all (glibc's ``clone3`` gets
+gVisor's ``EPERM`` instead of the profile's ``ENOSYS``, and glibc does not fall back;
+docs/DEPENDENCIES.md), so numpy's OpenBLAS would fail its import there."""
 TMP_TARGET = "/tmp"  # noqa: S108 - the container's own tmpfs, not a host path
 LOG_DRIVER = "none"
 """PID 1's frames are read through attach; nothing needs to be kept in a log file."""
@@ -88,6 +100,12 @@ class ContainerSpec(BaseModel):
     labels: tuple[tuple[str, str], ...]
     workspace: str
     """Absolute host folder, bound read-only at ``/workspace``."""
+    environment: str | None = None
+    """Absolute host folder of the dependency environment, bound read-only at ``/deps``;
+    None: no environment, nothing more is mounted."""
+    environment_manifest_sha256: str | None = None
+    """sha256 of that environment's ``manifest.json`` (in PID 1's config too, which
+    checks it from inside)."""
     seccomp_json: str
     memory_bytes: int
     nano_cpus: int
@@ -122,7 +140,7 @@ class ContainerSpec(BaseModel):
             "HostConfig.SecurityOpt": [NO_NEW_PRIVILEGES, f"seccomp={self.seccomp_json}"],
             "HostConfig.NetworkMode": "none",
             "HostConfig.ReadonlyRootfs": True,
-            "HostConfig.Binds": [f"{self.workspace}:{WORKSPACE_TARGET}:ro"],
+            "HostConfig.Binds": [f"{source}:{target}:ro" for source, target in self.binds()],
             "HostConfig.Mounts": None,
             "HostConfig.VolumesFrom": None,
             "HostConfig.Tmpfs": {TMP_TARGET: self.tmpfs_options},
@@ -158,6 +176,13 @@ class ContainerSpec(BaseModel):
             "HostConfig.RestartPolicy": {"Name": "no", "MaximumRetryCount": 0},
         }
 
+    def binds(self) -> list[tuple[str, str]]:
+        """Every read-only bind mount as ``(host folder, container folder)``, in order."""
+        binds = [(self.workspace, WORKSPACE_TARGET)]
+        if self.environment is not None:
+            binds.append((self.environment, DEPS_TARGET))
+        return binds
+
     @property
     def tmpfs_options(self) -> str:
         return f"rw,noexec,nosuid,nodev,size={self.tmpfs_bytes}"
@@ -182,13 +207,20 @@ def supervisor_config(
     """PID 1's config (docs/SANDBOX_PROTOCOL.md), written on its stdin after start."""
     limits = request.limits
     container_env = dict(BASE_ENV)
+    environment = request.environment
+    deps = (
+        None
+        if environment is None
+        else {"path": DEPS_TARGET, "manifest_sha256": environment.manifest_sha256}
+    )
+    deps_env = {} if environment is None else dict(DEPS_WORKLOAD_ENV)
     return {
         "v": PROTOCOL_VERSION,
         "nonce": nonce,
         "runtime": request.runtime,
         "argv": list(request.argv),
         "cwd": WORKSPACE_TARGET,
-        "workload_env": {**container_env, **request.workload_env},
+        "workload_env": {**container_env, **deps_env, **request.workload_env},
         "deadline_s": limits.timeout_s,
         "kill_grace_s": KILL_GRACE_S,
         "output_budget": limits.output_budget_bytes,
@@ -209,6 +241,7 @@ def supervisor_config(
             "workspace": WORKSPACE_TARGET,
             "tmp": TMP_TARGET,
             "canary": seccomp.canary(request.runtime),
+            "deps": deps,
         },
     }
 
@@ -250,7 +283,13 @@ def build_spec(
         env=tuple(f"{name}={value}" for name, value in BASE_ENV),
         labels=tuple(sorted(labels.items())),
         workspace=str(request.workspace.resolve()),
-        seccomp_json=seccomp.profile_json(),
+        environment=None
+        if request.environment is None
+        else str(request.environment.host_path.resolve()),
+        environment_manifest_sha256=None
+        if request.environment is None
+        else request.environment.manifest_sha256,
+        seccomp_json=seccomp.profile_json(request.runtime),
         memory_bytes=limits.memory_bytes,
         nano_cpus=round(limits.cpus * 1e9),
         pids_limit=limits.pids,
@@ -284,14 +323,18 @@ def verify(spec: ContainerSpec, inspect: dict[str, Any]) -> list[str]:
     ]
     if inspect.get("Image") != spec.image_id:
         mismatches.append("Image")
-    mounts = inspect.get("Mounts") or []
-    expected_mount = {
-        "Type": "bind",
-        "Source": spec.workspace,
-        "Destination": WORKSPACE_TARGET,
-        "RW": False,
-    }
-    if len(mounts) != 1 or any(mounts[0].get(k) != v for k, v in expected_mount.items()):
+    mounts = sorted(inspect.get("Mounts") or [], key=lambda m: str(m.get("Destination")))
+    expected = sorted(spec.binds(), key=lambda bind: bind[1])
+    if len(mounts) != len(expected) or any(
+        mount.get(key) != value
+        for mount, (source, target) in zip(mounts, expected, strict=True)
+        for key, value in {
+            "Type": "bind",
+            "Source": source,
+            "Destination": target,
+            "RW": False,
+        }.items()
+    ):
         mismatches.append("Mounts")
     if inspect.get("AppArmorProfile") not in ("", "docker-default", None):
         mismatches.append("AppArmorProfile")

@@ -26,6 +26,9 @@ MAX_EDITS = 20
 MAX_EDIT_CHARS = 256 * 1024
 MAX_SUMMARY_CHARS = 4000
 MAX_SELECTOR_CHARS = 300
+MAX_LINE_NUMBER = 10**9
+"""No line number is larger: a number out of range is an invalid output, never one that
+fails later to format or to add up (issue 20, SR-8 C8-3)."""
 
 
 class _Args(BaseModel):
@@ -42,8 +45,8 @@ class ReadFileArgs(_Args):
     """Read a text file, optionally a 1-based, inclusive range of lines."""
 
     path: str = Field(max_length=MAX_PATH_CHARS)
-    start_line: int | None = Field(None, ge=1)
-    end_line: int | None = Field(None, ge=1)
+    start_line: int | None = Field(None, ge=1, le=MAX_LINE_NUMBER)
+    end_line: int | None = Field(None, ge=1, le=MAX_LINE_NUMBER)
 
 
 class SearchArgs(_Args):

@@ -87,6 +87,12 @@ class TestRun(BaseModel):
     sandbox: SandboxResult
     reused: bool = False
     """The final verdict is an earlier verified whole-suite run of the same tree bytes."""
+    baseline_tests: int | None = None
+    """Final run only: the test ids the original collected (None: not checked)."""
+    missing_tests: tuple[str, ...] = ()
+    """Final run only: those it did not run (the verdict then fails)."""
+    baseline_failure: str | None = None
+    """Final run only: why a run that otherwise passed fails the baseline check."""
 
     @classmethod
     def from_result(
@@ -123,7 +129,9 @@ class TestRun(BaseModel):
 
     def evidence(self) -> dict[str, Any]:
         """The JSON-safe ``run_tests`` result (DESIGN.md section 6), without raw output."""
-        return self.model_dump(exclude={"sandbox"}) | {
+        final_only = {"baseline_tests", "missing_tests", "baseline_failure"}
+        excluded = {"sandbox"} | (final_only if self.baseline_tests is None else set())
+        return self.model_dump(exclude=excluded) | {
             "output_truncated": self.sandbox.output_truncated
         }
 

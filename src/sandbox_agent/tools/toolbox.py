@@ -8,12 +8,14 @@ from sandbox_agent.errors import ToolDenied, WorkspaceError
 from sandbox_agent.policy import Policy, denials, runner_command
 from sandbox_agent.sandbox.base import (
     CancelToken,
+    EnvironmentMount,
     Runtime,
     SandboxBackend,
     SandboxLimits,
     SandboxRequest,
 )
 from sandbox_agent.tools import files, patch
+from sandbox_agent.tools.baseline import Baseline, start_baseline
 from sandbox_agent.tools.contracts import (
     ARGS_MODELS,
     ApplyPatchArgs,
@@ -30,7 +32,7 @@ from sandbox_agent.tools.files import ToolResult
 from sandbox_agent.tools.limits import ToolLimits
 from sandbox_agent.tools.testrun import TestRun
 from sandbox_agent.workspace import Workspace
-from sandbox_agent.workspace.hashing import tree_sha256
+from sandbox_agent.workspace.hashing import mounted_tree_sha256
 
 RUN_LABEL = "sandbox-agent.purpose"
 
@@ -48,6 +50,7 @@ class ToolBox:
         limits: SandboxLimits = SandboxLimits(),  # noqa: B008 - frozen, immutable default
         cancel: CancelToken | None = None,
         tool_limits: ToolLimits | None = None,
+        environment: EnvironmentMount | None = None,
     ) -> None:
         """Args:
         workspace: the private copy every tool works on.
@@ -57,6 +60,7 @@ class ToolBox:
         limits: resource limits of each sandbox run.
         cancel: cancellation and deadline, passed to every sandbox run.
         tool_limits: bounds on what each tool reads and writes.
+        environment: the repository's dependency environment, mounted in every sandbox.
         """
         self.workspace = workspace
         self.policy = policy
@@ -65,12 +69,15 @@ class ToolBox:
         self.limits = limits
         self.cancel = cancel
         self.tool_limits = tool_limits or ToolLimits()
+        self.environment = environment
         self.finish_summary: str | None = None
         """What the model said in ``finish``: recorded, never believed."""
         self.test_runs: list[TestRun] = []
         """Every test run of this tool box, ``run_tests`` calls and the final run."""
         self._last_suite_run: tuple[str, TestRun] | None = None
         """The last whole-suite run that completed attested, and the tree hash it ran on."""
+        self.baseline: Baseline | None = None
+        """The original tree's collected test ids (``start_baseline``); None: not checked."""
 
     def execute(self, call: ToolCall) -> ToolOutcome:
         """Run one call. Never raises for anything the model did: a refusal is a denial.
@@ -137,7 +144,7 @@ class ToolBox:
         # The container mounts the workspace read-only and only this tool box writes
         # it, so the bytes hashed here are the bytes the tests run on (a sandbox
         # pre-started before an edit sees the edit: the mount is the live folder).
-        tree = None if selector else tree_sha256(self.workspace.root)
+        tree = None if selector else mounted_tree_sha256(self.workspace.root)
         result = self.sandbox.run(request, self.cancel)
         run = TestRun.from_result(
             result,
@@ -167,6 +174,23 @@ class ToolBox:
             return  # no allowlisted runner: run_tests will say so itself
         self.sandbox.prestart(request, count)
 
+    def start_baseline(self) -> None:
+        """Collect the original tree's test ids in the background (``tools.baseline``), so
+        the final verdict can require them; it overlaps the model's turns."""
+        self.baseline = start_baseline(
+            self.workspace,
+            self.policy.runner,
+            self.sandbox,
+            runtime=self.runtime,
+            limits=self.limits,
+            cancel=self.cancel,
+        )
+
+    def stop_baseline(self) -> None:
+        """End the baseline run if it still runs (before the workspace goes)."""
+        if self.baseline is not None:
+            self.baseline.stop()
+
     def discard_prestarted(self) -> list[str]:
         """Remove sandboxes made ahead and not used; cleanup failures, if any."""
         return self.sandbox.discard_prestarted()
@@ -185,6 +209,7 @@ class ToolBox:
             limits=self.limits,
             workload_env=command.workload_env,
             labels={RUN_LABEL: "run_tests"},
+            environment=self.environment,
         )
 
     def run_final_tests(self) -> TestRun:
@@ -196,14 +221,32 @@ class ToolBox:
         paying for an identical sandbox run. Any edit since, a selector, or an
         unverified run means a fresh run.
 
+        Either way, with a baseline, the verdict passes only when the run ran every test
+        the original tree collected (``tools.baseline``).
+
         Raises:
             InfrastructureError: the sandbox backend cannot be reached.
         """
-        if self._last_suite_run is not None:
-            tree, run = self._last_suite_run
-            if tree == tree_sha256(self.workspace.root):
-                return run.model_copy(update={"reused": True})
-        return self.run_tests(None)
+        final = self._reusable() or self.run_tests(None)
+        if self.baseline is None:
+            return final
+        check = self.baseline.check(final.sandbox)
+        update: dict[str, object] = {
+            "baseline_tests": check.tests,
+            "missing_tests": check.missing[:20],
+        }
+        if check.reason is not None and final.passed:
+            update |= {"passed": False, "reason": check.reason, "baseline_failure": check.reason}
+        return final.model_copy(update=update)
+
+    def _reusable(self) -> TestRun | None:
+        """The last whole-suite run, when it ran on exactly the bytes mounted now."""
+        if self._last_suite_run is None:
+            return None
+        tree, run = self._last_suite_run
+        if tree != mounted_tree_sha256(self.workspace.root):
+            return None
+        return run.model_copy(update={"reused": True})
 
 
 def _args_for(call: ToolCall) -> ToolArgs:

@@ -110,8 +110,14 @@ def copy_tree(
                         f"the repository has more than {limits.max_files} files; "
                         "use a smaller repository or raise the file limit"
                     )
+                total += entry.stat.st_size  # by size, before reading (SR-8 C8-5)
+                if total > limits.max_total_bytes:
+                    raise UsageError(
+                        f"the repository holds more than {limits.max_total_bytes} bytes; "
+                        "use a smaller repository or raise the size limit"
+                    )
                 content = _read_source_file(entry, limits)
-                total += len(content)
+                total += len(content) - entry.stat.st_size
                 if total > limits.max_total_bytes:
                     raise UsageError(
                         f"the repository holds more than {limits.max_total_bytes} bytes; "

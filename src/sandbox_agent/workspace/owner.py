@@ -12,6 +12,7 @@ import os
 import shutil
 import socket
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -43,11 +44,15 @@ def owner_record() -> dict[str, object]:
 
 
 def write_owner(folder: Path) -> None:
-    """Write the current process's label into ``folder``."""
+    """Write the current process's label into ``folder``, atomically: a reaper running
+    at another run's start must never read a half-written label (and take it for garbage)."""
     path = folder / OWNER_FILE
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    partial = folder / f".{OWNER_FILE}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(partial, flags, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         json.dump(owner_record(), handle, sort_keys=True)
+    os.replace(partial, path)
 
 
 def owner_alive(record: dict[str, object]) -> bool:
@@ -86,15 +91,35 @@ def reap_workspaces(base_dir: Path | None = None) -> list[str]:
     return removed
 
 
+def reap_workspaces_in_background(base_dir: Path | None = None) -> threading.Thread:
+    """``reap_workspaces`` in a daemon thread: a run starts without waiting for the removal
+    of what a killed run left (up to two 100 MiB copies), and never fails because of it.
+
+    Called at the start of every run, so a workspace left by a controller killed with
+    SIGKILL is gone after the next start, not only after ``sandbox-agent reap`` (SR-8 C8-4).
+    """
+    folder = base_dir or Path(tempfile.gettempdir())  # resolved now, in the caller's settings
+
+    def reap() -> None:
+        try:
+            reap_workspaces(folder)
+        except OSError:  # housekeeping never breaks a run; 'reap' reports failures
+            return
+
+    thread = threading.Thread(target=reap, name="workspace-reaper", daemon=True)
+    thread.start()
+    return thread
+
+
 def _abandoned(folder: Path) -> bool:
     try:
         record = json.loads((folder / OWNER_FILE).read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    except (OSError, ValueError):
+        # No label, or one that does not parse: reaped only once older than the grace
+        # (a folder being made by a live run has no label yet).
         try:
             age = time.time() - folder.lstat().st_mtime
         except OSError:
             return False
         return age > UNLABELLED_GRACE_S
-    except (OSError, ValueError):
-        return True
     return not isinstance(record, dict) or not owner_alive(record)

@@ -107,7 +107,9 @@ class SafeFS:
             os.close(parent)
 
     def list_files(self, path: str, max_count: int) -> ListedFiles:
-        """Regular files under folder ``path`` (``""``: the root), sorted, at most ``max_count``.
+        """Regular files under folder ``path`` (``""``: the root), sorted, at most ``max_count``;
+        ``path`` itself when it names a regular file (as ``ls FILE`` does: a model that lists
+        a file it was shown is answered, not refused).
 
         Links, hard links and special files are left out.
 
@@ -115,6 +117,14 @@ class SafeFS:
             ToolDenied: any ``path.*`` code for ``path`` itself.
         """
         parts = split_path(path, allow_root=True)
+        if parts:
+            parent = self._open_dir(parts[:-1])
+            try:
+                st = fsops.lstat_at(parent, parts[-1])
+            finally:
+                os.close(parent)
+            if st is not None and fsops.classify(st) == "file":
+                return ListedFiles(["/".join(parts)], truncated=False)
         prefix = "".join(f"{part}/" for part in parts)
         folder = self._open_dir(parts)
         files: list[str] = []

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import tempfile
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from sandbox_agent.errors import UsageError, WorkspaceError
 from sandbox_agent.workspace import diff
@@ -14,7 +16,11 @@ from sandbox_agent.workspace.hashing import tree_sha256
 from sandbox_agent.workspace.owner import WORKSPACE_PREFIX, write_owner
 from sandbox_agent.workspace.safefs import SafeFS
 
+if TYPE_CHECKING:
+    from sandbox_agent.sandbox.base import CancelToken
+
 REPO_DIR = "repo"
+OVER_LIMITS = b"over-the-limits\0"
 BASE_DIR = "base"
 
 
@@ -31,6 +37,7 @@ class Workspace:
         source: Path,
         sha256_before: str,
         skipped: list[SkippedEntry],
+        limits: WorkspaceLimits | None = None,
     ) -> None:
         """Not for callers: use ``Workspace.create``."""
         self.folder = folder
@@ -40,6 +47,8 @@ class Workspace:
         self.sha256_before = sha256_before
         self.skipped = skipped
         """Objects of the source left out of the copy (links, special files, ...)."""
+        self.limits = limits or WorkspaceLimits()
+        """The limits the original was copied under; its hash at the end keeps to them."""
         self.fs = SafeFS(self.root)
         self._closed = False
 
@@ -66,7 +75,7 @@ class Workspace:
         if not source.is_dir():
             raise UsageError(f"repository {source} is not a folder; give a folder to copy")
         limits = limits or WorkspaceLimits()
-        sha256_before = tree_sha256(source, max_entries=limits.max_entries)
+        sha256_before = tree_sha256(source, limits=limits)
         try:
             folder = Path(tempfile.mkdtemp(prefix=WORKSPACE_PREFIX, dir=base_dir))
         except OSError as error:
@@ -80,19 +89,32 @@ class Workspace:
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
-        return cls(folder=folder, source=source, sha256_before=sha256_before, skipped=skipped)
+        return cls(
+            folder=folder,
+            source=source,
+            sha256_before=sha256_before,
+            skipped=skipped,
+            limits=limits,
+        )
 
     def source_sha256_now(self) -> str:
         """Hash the original again (compare with ``sha256_before``).
 
+        Bounded by the copy's limits: an original that grew past them during the run
+        gets a digest of that fact, which differs from ``sha256_before`` (it was within
+        them), never an unbounded read (SR-8 C8-5).
+
         Raises:
             WorkspaceError: the original can no longer be read.
         """
-        return tree_sha256(self.source)
+        return source_sha256(self.source, self.limits)
 
-    def diff(self) -> str:
-        """Unified diff of the copy against the repository as copied, sorted by path."""
-        return diff.unified_diff(self.base, self.root)
+    def diff(
+        self, *, limits: diff.DiffLimits | None = None, cancel: CancelToken | None = None
+    ) -> str:
+        """Unified diff of the copy against the repository as copied, sorted by path;
+        bounded by ``limits``, cancellation and the deadline (``diff.unified_diff``)."""
+        return diff.unified_diff(self.base, self.root, limits=limits, cancel=cancel)
 
     def files_changed(self) -> list[str]:
         """Sorted relative paths added, modified or deleted in the copy."""
@@ -115,3 +137,15 @@ class Workspace:
         traceback: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def source_sha256(source: Path, limits: WorkspaceLimits) -> str:
+    """``tree_sha256`` of an original within ``limits``; over them, the digest of the refusal.
+
+    Raises:
+        WorkspaceError: the original cannot be read.
+    """
+    try:
+        return tree_sha256(source, limits=limits)
+    except UsageError as error:
+        return hashlib.sha256(OVER_LIMITS + str(error).encode()).hexdigest()

@@ -1,0 +1,176 @@
+"""The baseline: which tests the original repository had, so the final verdict covers them.
+
+A hostile tree can steer what the runner collects without touching a protected file (a
+package's ``load_tests``, a module-level skip in the code under test, a deleted
+``__init__.py``, files that make pytest skip a folder). So, at the start of a run, the
+controller collects the original tree's suite (``run_tests RUNNER --collect-only`` on the
+pristine copy, ``base/``, mounted read-only) in a background thread while the model
+thinks; before the final verdict it joins that run and requires the final run to have run
+every test id the original collected, and at least one test of every module the original
+could not import (issue 20, SR-8 C8-1).
+
+The ids come from the trusted runner, which shares its process with the code under test:
+code under test can still forge the final run's report (the SR-2 residual). What this
+closes is the honest runner being steered into not running the tests.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import NamedTuple
+
+from sandbox_agent.errors import ToolDenied
+from sandbox_agent.policy import collect_command
+from sandbox_agent.sandbox.base import (
+    CancelToken,
+    Runtime,
+    SandboxBackend,
+    SandboxLimits,
+    SandboxRequest,
+    SandboxResult,
+)
+from sandbox_agent.workspace import Workspace
+
+BASELINE_LABEL = "baseline"
+MISSING_SHOWN = 5
+"""Missing ids named in the reason; the count says how many there are."""
+
+
+class BaselineCheck(NamedTuple):
+    """The final run against the baseline: None when it covers it, else why not."""
+
+    tests: int
+    """Test ids the original collected (0 when no baseline could be had)."""
+    missing: tuple[str, ...]
+    """Those the final run did not run (and ``broken:<module>`` for modules none of whose
+    tests ran), all of them."""
+    reason: str | None
+    """One line; None when the final run covers the baseline."""
+
+
+class Baseline:
+    """One collect-only run of the original tree, started now, joined when it is needed."""
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        runner: str,
+        sandbox: SandboxBackend,
+        *,
+        runtime: Runtime,
+        limits: SandboxLimits,
+        cancel: CancelToken | None,
+    ) -> None:
+        """Start the collect-only run in a background thread.
+
+        Raises:
+            ToolDenied: ``command.not_allowlisted`` for an unknown runner.
+        """
+        command = collect_command(runner)
+        self.runner = runner
+        self._request = SandboxRequest(
+            argv=command.argv,
+            workspace=workspace.base,
+            runtime=runtime,
+            limits=limits,
+            workload_env=command.workload_env,
+            labels={"sandbox-agent.purpose": BASELINE_LABEL},
+        )
+        # Its own token: the run's cancellation and deadline reach it, and the run can
+        # stop it alone when the verdict will not be needed.
+        self._cancel = CancelToken(parent=cancel)
+        self._result: SandboxResult | None = None
+        self._error: BaseException | None = None
+        self.waited_ms = 0.0
+        """How long ``result`` waited for the run: the baseline's cost on the critical path."""
+        self._thread = threading.Thread(target=self._run, args=(sandbox,), name="baseline")
+        self._thread.start()
+
+    def _run(self, sandbox: SandboxBackend) -> None:
+        try:
+            self._result = sandbox.run(self._request, self._cancel)
+        except BaseException as error:  # re-raised in the caller's thread by ``result``
+            self._error = error
+
+    def result(self) -> SandboxResult:
+        """Wait for the collect-only run (bounded by its own sandbox limits, cancellation
+        and the run's deadline).
+
+        Raises:
+            InfrastructureError: the sandbox backend could not be reached.
+        """
+        began = time.monotonic()
+        self._thread.join()
+        self.waited_ms += (time.monotonic() - began) * 1000
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None  # noqa: S101 - set whenever no error was
+        return self._result
+
+    def stop(self) -> None:
+        """Cancel the collect-only run if it still runs, and wait for it to end (its
+        sandbox removed) before the workspace goes."""
+        self._cancel.cancel()
+        self._thread.join()
+
+    def check(self, final: SandboxResult) -> BaselineCheck:
+        """Whether ``final`` (the final run, fresh or reused) ran every test the original
+        collected. Fails closed: no baseline, or no ids, is a failed check.
+
+        Raises:
+            InfrastructureError: the sandbox backend could not be reached.
+        """
+        baseline = self.result()
+        report = baseline.runner_report
+        if baseline.status != "completed" or not baseline.attested or report is None:
+            why = report is None and baseline.status == "completed"
+            detail = "it wrote no report" if why else f"it ended '{baseline.status}'"
+            return _failed(0, f"the original's tests could not be collected ({detail})")
+        if report.runner != self.runner or report.mode != "collect" or report.ids is None:
+            return _failed(0, "the original's test ids could not be collected in full")
+        if not report.ids and not report.broken:
+            return BaselineCheck(0, (), None)  # the original had no test: nothing to cover
+        ran_report = final.runner_report
+        if ran_report is None or ran_report.mode != "run" or ran_report.ids is None:
+            return _failed(len(report.ids), "the final run did not report the tests it ran")
+        ran = set(ran_report.ids)
+        missing = [test for test in report.ids if test not in ran]
+        missing += [
+            f"broken:{module}"
+            for module in report.broken
+            if not any(test.startswith(_prefixes(module)) for test in ran)
+        ]
+        if not missing:
+            return BaselineCheck(len(report.ids), (), None)
+        shown = ", ".join(missing[:MISSING_SHOWN])
+        more = f" and {len(missing) - MISSING_SHOWN} more" if len(missing) > MISSING_SHOWN else ""
+        count = f"{len(missing)} test{'s' if len(missing) != 1 else ''}"
+        reason = f"{count} of the original suite did not run: {shown}{more}"
+        return BaselineCheck(len(report.ids), tuple(missing), reason[:2000])
+
+
+def _prefixes(module: str) -> tuple[str, ...]:
+    """Ids of tests inside ``module``: a unittest module name or a pytest collector id."""
+    return (f"{module}.", f"{module}::", f"{module}/")
+
+
+def _failed(tests: int, reason: str) -> BaselineCheck:
+    return BaselineCheck(tests, (), reason)
+
+
+def start_baseline(
+    workspace: Workspace,
+    runner: str,
+    sandbox: SandboxBackend,
+    *,
+    runtime: Runtime,
+    limits: SandboxLimits,
+    cancel: CancelToken | None,
+) -> Baseline | None:
+    """A started ``Baseline``, or None when the runner is not allowlisted (then no test
+    run can pass anyway)."""
+    try:
+        return Baseline(workspace, runner, sandbox, runtime=runtime, limits=limits, cancel=cancel)
+    except ToolDenied:
+        return None
