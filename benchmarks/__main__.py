@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import sys
 
-from benchmarks import cluster_bench, demo_bench, deps_bench, eval_bench, localmodel_bench, sandbox_bench
+from benchmarks import (
+    cluster_bench,
+    demo_bench,
+    deps_bench,
+    eval_bench,
+    localmodel_bench,
+    sandbox_bench,
+)
 
 if __name__ == "__main__":
     code = sandbox_bench.main(sys.argv[1:]) or demo_bench.main([])

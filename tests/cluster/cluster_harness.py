@@ -3,12 +3,14 @@ where (processes by node session, sandbox containers by owner)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,23 @@ def start_cli(*args: str, log: Path) -> subprocess.Popen[bytes]:
             # test must get Ctrl-C's default, as from a terminal.
             preexec_fn=_default_sigint,  # noqa: PLW1509 - a signal reset only
         )
+
+
+@contextlib.contextmanager
+def cli_in_background(*args: str, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """``start_cli``, and whatever happens in the block, the process ended and reaped after
+    it (Ctrl-C first, so a driver still running cancels its runs, then SIGKILL)."""
+    process = start_cli(*args, log=log)
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=150)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        process.wait()
 
 
 def _default_sigint() -> None:
@@ -99,3 +118,13 @@ def sandboxes_owned_by(pids: Iterable[int]) -> list[str]:
 
 def all_session_pids(cluster: local.LocalCluster) -> set[int]:
     return {pid for node in cluster.nodes for pid in local.session_pids(node.pid)}
+
+
+def preflight_failures(cluster: local.LocalCluster) -> list[str]:
+    """The "preflight ...: FAILED" lines the nodes printed before they joined."""
+    return [
+        line
+        for node in cluster.nodes
+        for line in node.log.read_text(encoding="utf-8", errors="replace").splitlines()
+        if ": preflight " in line and "FAILED" in line
+    ]

@@ -22,10 +22,11 @@ import pytest
 from cluster_harness import (
     all_session_pids,
     cli,
+    cli_in_background,
+    preflight_failures,
     report,
     running_runs,
     sandboxes_owned_by,
-    start_cli,
     wait_for,
 )
 
@@ -45,6 +46,9 @@ COMPARED = ("task_id", "status", "passed", "clean", "checks", "files_changed", "
 def cluster() -> Iterator[local.LocalCluster]:
     started = local.up(head_ip=HEAD, worker_ips=WORKERS, slots=2)
     try:
+        # Fails every test at once, with the node's own words, when this machine cannot
+        # run verified sandboxes (another checkout's 'make image' can move the image tag).
+        assert preflight_failures(started) == [], "run 'make image' and try again"
         yield started
     finally:
         nodes = list(started.nodes)
@@ -104,16 +108,16 @@ def test_a_killed_worker_loses_its_runs_which_are_retried_on_other_nodes(
     log = tmp_path / "eval.log"
     tasks = "paginator-fix,csvtable-fix,ratelimit-fix,hostile-injection"
     try:
-        driver = start_cli(
+        with cli_in_background(
             "eval", "--ray", cluster.address, "--provider", "scripted-slow", "--tasks", tasks,
             "--repeats", "2", "--retry-lost", "--results-dir", str(results), log=log,
-        )  # fmt: skip
-        wait_for(lambda: bool(running_runs(victim)), 180, "a run on the victim node")
-        time.sleep(1.0)  # the stimulus: the node dies with its runs under way
-        victim_pids = local.session_pids(victim.pid)
-        local.kill_node(victim)
-        assert local.session_pids(victim.pid) == []
-        assert driver.wait(timeout=300) in (0, 1), log.read_text()[-3000:]
+        ) as driver:  # fmt: skip
+            wait_for(lambda: bool(running_runs(victim)), 180, "a run on the victim node")
+            time.sleep(1.0)  # the stimulus: the node dies with its runs under way
+            victim_pids = local.session_pids(victim.pid)
+            local.kill_node(victim)
+            assert local.session_pids(victim.pid) == []
+            assert driver.wait(timeout=300) in (0, 1), log.read_text()[-3000:]
     finally:
         cluster.nodes.remove(victim)
         local.stop_node(victim)
@@ -140,14 +144,14 @@ def test_without_retry_a_lost_run_ends_lost_and_never_passes(
     log = tmp_path / "eval.log"
     tasks = "paginator-fix,csvtable-fix,ratelimit-fix,hostile-injection"
     try:
-        driver = start_cli(
+        with cli_in_background(
             "eval", "--ray", cluster.address, "--provider", "scripted-slow", "--tasks", tasks,
             "--repeats", "2", "--results-dir", str(results), log=log,
-        )  # fmt: skip
-        wait_for(lambda: bool(running_runs(victim)), 180, "a run on the victim node")
-        time.sleep(1.0)  # the stimulus: the node dies with its runs under way
-        local.kill_node(victim)
-        assert driver.wait(timeout=300) == 1, log.read_text()[-3000:]
+        ) as driver:  # fmt: skip
+            wait_for(lambda: bool(running_runs(victim)), 180, "a run on the victim node")
+            time.sleep(1.0)  # the stimulus: the node dies with its runs under way
+            local.kill_node(victim)
+            assert driver.wait(timeout=300) == 1, log.read_text()[-3000:]
     finally:
         cluster.nodes.remove(victim)
         local.stop_node(victim)
@@ -164,11 +168,10 @@ def test_without_retry_a_lost_run_ends_lost_and_never_passes(
 
 def test_ctrl_c_cancels_the_runs_on_every_node(cluster: local.LocalCluster, tmp_path: Path) -> None:
     log = tmp_path / "eval.log"
-    driver = start_cli(
+    with cli_in_background(
         "eval", "--ray", cluster.address, "--provider", "scripted-slow", "--repeats", "2",
         "--results-dir", str(tmp_path / "ray"), log=log,
-    )  # fmt: skip
-    try:
+    ) as driver:  # fmt: skip
         wait_for(
             lambda: all(running_runs(node) for node in cluster.nodes),
             180,
@@ -177,10 +180,6 @@ def test_ctrl_c_cancels_the_runs_on_every_node(cluster: local.LocalCluster, tmp_
         pids = all_session_pids(cluster)
         driver.send_signal(signal.SIGINT)
         assert driver.wait(timeout=150) == 130, log.read_text()[-3000:]
-    finally:
-        if driver.poll() is None:
-            driver.kill()
-            driver.wait()
     wait_for(lambda: not any(running_runs(node) for node in cluster.nodes), 60, "runs to end")
     # Every node removed its sandboxes before its task ended ("within 60 s" where ~1 s is
     # expected: the bound protects against a node that never heard of the cancel).

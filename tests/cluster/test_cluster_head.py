@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cluster_harness import report, start_cli, wait_for
+from cluster_harness import cli_in_background, report, wait_for
 
 from sandbox_agent.cluster import local
 
@@ -25,19 +25,19 @@ def test_a_lost_head_ends_the_eval_with_a_clear_error_and_keeps_what_finished(
     so_far = results / "runs.jsonl"
     log = tmp_path / "eval.log"
     try:
-        driver = start_cli(
+        with cli_in_background(
             "eval", "--ray", cluster.address, "--provider", "scripted-slow", "--repeats", "2",
             "--results-dir", str(results), log=log,
-        )  # fmt: skip
-        wait_for(
-            lambda: so_far.exists() and len(so_far.read_text().splitlines()) >= 2,
-            300,
-            "two finished runs",
-        )
-        local.kill_node(cluster.nodes[0])
-        began = time.monotonic()
-        assert driver.wait(timeout=120) == 2, log.read_text()[-3000:]
-        assert time.monotonic() - began < 60, "the driver took too long to notice"
+        ) as driver:  # fmt: skip
+            wait_for(
+                lambda: so_far.exists() and len(so_far.read_text().splitlines()) >= 2,
+                300,
+                "two finished runs",
+            )
+            local.kill_node(cluster.nodes[0])
+            began = time.monotonic()
+            assert driver.wait(timeout=120) == 2, log.read_text()[-3000:]
+            assert time.monotonic() - began < 60, "the driver took too long to notice"
     finally:
         nodes = list(cluster.nodes)
         local.down(cluster)
