@@ -17,7 +17,8 @@ SOAK_RUNS := $(if $(filter command line environment,$(origin RUNS)),$(RUNS),5)
 export DOCKER_API_VERSION := 1.41
 
 .PHONY: help setup venv docker image image-online demo test test-soak check fmt bench stress browser \
-        adversarial-report regression-evidence live-smoke clean model eval-local viewer-screenshots
+        adversarial-report regression-evidence live-smoke clean model eval-local viewer-screenshots \
+        cluster-up cluster-down
 
 help:
 	@echo "make demo    run the paginator demonstration end to end (sets everything up)"
@@ -28,6 +29,7 @@ help:
 	@echo "make bench   benchmarks: ratios measured side by side"
 	@echo "make stress  sandbox lifecycle stress (RUNS=N)"
 	@echo "make model   build llama-server and fetch the local model (then: --provider local)"
+	@echo "make cluster-up / cluster-down   a local Ray cluster (head + 2 workers on loopback) for --ray auto"
 	@echo "make viewer-screenshots   the run viewer's browser tests, then their screenshots into docs/viewer/"
 
 # uv itself: PyPI is reachable, so a missing uv is installed from there.
@@ -114,6 +116,15 @@ regression-evidence: setup
 
 live-smoke: setup
 	@bash scripts/live-smoke.sh
+
+# A Ray cluster on this machine: a head and two workers, each on its own loopback
+# address, each advertising sandbox slots only after its preflight passed
+# (docs/CLUSTER.md). `eval --ray auto` and `serve --ray auto` find it.
+cluster-up: setup
+	.venv/bin/sandbox-agent cluster up
+
+cluster-down: venv
+	.venv/bin/sandbox-agent cluster down
 
 clean:
 	rm -rf .venv .pytest_cache .mypy_cache .ruff_cache

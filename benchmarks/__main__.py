@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import sys
 
-from benchmarks import demo_bench, deps_bench, eval_bench, localmodel_bench, sandbox_bench
+from benchmarks import (
+    cluster_bench,
+    demo_bench,
+    deps_bench,
+    eval_bench,
+    localmodel_bench,
+    sandbox_bench,
+)
 
 if __name__ == "__main__":
     code = sandbox_bench.main(sys.argv[1:]) or demo_bench.main([])
     code = code or eval_bench.main([])
     code = code or deps_bench.main([])
-    sys.exit(code or localmodel_bench.main([]))
+    code = code or localmodel_bench.main([])
+    sys.exit(code or cluster_bench.main([]))

@@ -39,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "verify": "sandbox_agent.commands.verify",
     "ledger": "sandbox_agent.commands.ledger",
     "model": "sandbox_agent.commands.model",
+    "cluster": "sandbox_agent.commands.cluster",
     "view": "sandbox_agent.commands.view",
     "deps": "sandbox_agent.commands.deps",
 }

@@ -7,6 +7,7 @@ usage or setup error.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 HELP = "run an evaluation suite (held-out tests, scoring, reports)"
 DEFAULT_PROVIDER = "scripted"
@@ -87,6 +88,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     add_real_model_arguments(parser)
     parser.add_argument(
+        "--ray",
+        default=None,
+        metavar="ADDRESS",
+        help="run on a Ray cluster: auto (make cluster-up's, or this machine's), "
+        "ray://HOST:PORT or HOST:PORT; each run record names its node",
+    )
+    parser.add_argument(
+        "--retry-lost",
+        action="store_true",
+        help="with --ray: run a run lost with its node once more, on another node",
+    )
+    parser.add_argument(
         "--dataset",
         default=None,
         help="HumanEvalFix JSONL (default ../shared/data/humanevalfix/...)",
@@ -111,6 +124,34 @@ def _reap_once() -> None:
         backend.close()
 
 
+def _run_cases(
+    args: argparse.Namespace, cases: Any, options: Any, results: Any, progress: Any
+) -> Any:
+    """Every run, on this host or (``--ray``) on the cluster: (records, cluster report)."""
+    if not args.ray:
+        return _run_locally(cases, options, progress), None
+    from sandbox_agent.cluster.command import run_on_cluster
+
+    outcome = run_on_cluster(args, cases, options, results, progress)
+    return outcome.records, outcome.report
+
+
+def _run_locally(cases: Any, options: Any, progress: Any) -> Any:
+    """Every run on this host, ``--jobs`` at once (``evals.executor.run_all``)."""
+    from sandbox_agent.controller import run_task
+    from sandbox_agent.evals.executor import run_all
+    from sandbox_agent.sandbox.docker_backend import DockerBackend
+
+    _reap_once()
+    return run_all(
+        cases,
+        options,
+        backend_factory=lambda: DockerBackend(reap_on_first_use=False),
+        run_task=run_task,
+        progress=progress,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     """Build the suite, run it in parallel, write the reports, print a summary.
 
@@ -127,14 +168,12 @@ def run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from sandbox_agent.commands.realmodel import provider_options_from
-    from sandbox_agent.controller import run_task
     from sandbox_agent.deps.cli import deps_options_from
     from sandbox_agent.errors import UsageError
-    from sandbox_agent.evals.executor import EvalOptions, run_all
+    from sandbox_agent.evals.executor import EvalOptions
     from sandbox_agent.evals.progress import ProgressBar
     from sandbox_agent.evals.report import default_results_dir, make_report, write_report
     from sandbox_agent.evals.suites import SuiteOptions, build_cases
-    from sandbox_agent.sandbox.docker_backend import DockerBackend
 
     task_ids = (
         [part.strip() for part in args.tasks.split(",") if part.strip()] if args.tasks else None
@@ -169,20 +208,15 @@ def run(args: argparse.Namespace) -> int:
         plans_dir=Path(args.plans) if args.plans else None,
         deps=deps,
     )
+    if args.retry_lost and not args.ray:
+        raise UsageError("--retry-lost needs --ray ADDRESS")
     with tempfile.TemporaryDirectory(prefix="sandbox-agent-suite-") as scratch:
         cases = build_cases(args.suite, suite_options, Path(scratch))
         if not cases:
             raise UsageError("no tasks selected; check --tasks")
         began = time.monotonic()
-        _reap_once()
         progress = ProgressBar(len(cases) * args.repeats, label=args.suite)
-        records = run_all(
-            cases,
-            options,
-            backend_factory=lambda: DockerBackend(reap_on_first_use=False),
-            run_task=run_task,
-            progress=progress,
-        )
+        records, cluster = _run_cases(args, cases, options, results, progress)
         wall = time.monotonic() - began
     report = make_report(
         records,
@@ -195,6 +229,7 @@ def run(args: argparse.Namespace) -> int:
         control=args.no_fix,
         started_at=started_at,
         wall_seconds=wall,
+        cluster=cluster,
     )
     json_path, md_path = write_report(report, results)
     s = report.summary
@@ -208,4 +243,7 @@ def run(args: argparse.Namespace) -> int:
             f"wall {wall:.1f} s"
         )
     print(f"reports: {json_path} {md_path}", file=sys.stderr)
+    if cluster is not None and cluster.error:
+        print(f"sandbox-agent eval: {cluster.error}", file=sys.stderr)
+        return 2
     return 0 if s.passed == s.runs and s.executed_violations == 0 else 1

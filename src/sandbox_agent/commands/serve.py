@@ -82,6 +82,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--runtime", choices=("runc", "runsc"), default="runc", help="sandbox runtime"
     )
     parser.add_argument(
+        "--ray",
+        default=None,
+        metavar="ADDRESS",
+        help="run the queued runs on a Ray cluster (auto, ray://HOST:PORT or HOST:PORT); "
+        "--max-concurrent defaults to the cluster's sandbox slots",
+    )
+    parser.add_argument(
         "--provider",
         action="append",
         dest="providers",
@@ -183,6 +190,30 @@ def _serve(args: argparse.Namespace, listener: socket.socket) -> int:
         ) from None
     host, port = listener.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
+    if args.ray:
+        if args.ray.startswith("ray://"):
+            raise UsageError(
+                "serve --ray needs the head's HOST:PORT (or auto): live progress needs "
+                "streaming tasks, which Ray Client (ray://) does not carry"
+            )
+        from sandbox_agent.cluster.connect import connected
+        from sandbox_agent.cluster.service import ClusterRunFunction
+
+        with connected(args.ray) as target:
+            run_fn = ClusterRunFunction(settings.runtime)
+            if args.max_concurrent is None:
+                settings = settings.model_copy(update={"max_concurrent": run_fn.slots()})
+            print(
+                f"sandbox-agent serve: runs go to the Ray cluster at {target.address} "
+                f"({len(run_fn.usable())} nodes, {run_fn.slots()} sandbox slots)",
+                flush=True,
+            )
+            print(
+                f"sandbox-agent serve: http://{shown}:{port}/ (token in {token_path})", flush=True
+            )
+            app = create_app(settings, run_fn)
+            build_server(app, settings, log_level="info").run(sockets=[listener])
+        return 0
     print(f"sandbox-agent serve: http://{shown}:{port}/ (token in {token_path})", flush=True)
     build_server(create_app(settings), settings, log_level="info").run(sockets=[listener])
     return 0

@@ -181,3 +181,5 @@ class RunResult(BaseModel):
     """What the model said when it finished: recorded, never believed."""
     environment: RunEnvironment | None = None
     """The dependency environment every sandbox of the run had; None: none declared."""
+    node: str | None = None
+    """``serve --ray``: the cluster node that ran the run (``ip/node id``); None locally."""

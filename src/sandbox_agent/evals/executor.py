@@ -138,7 +138,8 @@ def _record_config(config: RunConfig) -> dict[str, Any]:
     }
 
 
-def _error_record(case: EvalCase, repeat: int, config: RunConfig, error: str) -> RunRecord:
+def error_record(case: EvalCase, repeat: int, config: RunConfig, error: str) -> RunRecord:
+    """The record of a run that did not finish (``HARNESS_ERROR``, never passed)."""
     task = case.task
     return RunRecord(
         task_id=task.id,
@@ -242,7 +243,7 @@ def run_case(
         except (UsageError, SetupError):
             raise
         except Exception as error:  # one run's crash is recorded, the eval goes on
-            return _error_record(case, repeat, config, f"{type(error).__name__}: {error}")
+            return error_record(case, repeat, config, f"{type(error).__name__}: {error}")
         agent_s = time.monotonic() - started
         held_out_error: str | None = None
         if final.is_dir():

@@ -75,6 +75,10 @@ class RunRecord(BaseModel):
     trace_path: str
     error: str | None = None
     """A harness-side failure for this run (the run still counts, as not passed)."""
+    node: str | None = None
+    """``eval --ray``: the cluster node that ran this run (``ip/node id``); None locally."""
+    lost_on: list[str] = Field(default_factory=list)
+    """``eval --ray``: nodes an earlier attempt of this run was lost with (then retried)."""
 
     @model_validator(mode="after")
     def _heldout_from_held_out(self) -> RunRecord:

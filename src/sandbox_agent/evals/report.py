@@ -10,6 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from sandbox_agent.cluster.report import ClusterReport
+from sandbox_agent.cluster.report import markdown as cluster_markdown
 from sandbox_agent.evals.records import (
     RunRecord,
     Summary,
@@ -20,7 +22,7 @@ from sandbox_agent.evals.records import (
 )
 
 REPORT_SCHEMA_VERSION = 1
-SIMULATED_PROVIDERS = frozenset({"scripted", "mock-adversarial", "injection"})
+SIMULATED_PROVIDERS = frozenset({"scripted", "scripted-slow", "mock-adversarial", "injection"})
 HARNESS_NOTICE = (
     "Results from the scripted, mock-adversarial and injection providers validate the "
     "harness and the controller's enforcement (replayed reference plans, simulated "
@@ -48,6 +50,8 @@ class EvalReport(BaseModel):
     summary: Summary
     tasks: list[TaskSummary]
     runs: list[RunRecord]
+    cluster: ClusterReport | None = None
+    """``eval --ray``: the nodes, what was lost, and an early end (each run names its node)."""
 
 
 def make_report(
@@ -62,6 +66,7 @@ def make_report(
     control: bool,
     started_at: dt.datetime,
     wall_seconds: float,
+    cluster: ClusterReport | None = None,
 ) -> EvalReport:
     """Assemble the report from every run's record."""
     simulated = provider in SIMULATED_PROVIDERS
@@ -80,6 +85,7 @@ def make_report(
         summary=summarize(records),
         tasks=per_task(records),
         runs=records,
+        cluster=cluster,
     )
 
 
@@ -174,9 +180,10 @@ def to_markdown(report: EvalReport) -> str:
                 "steps",
                 "tool calls",
                 "seconds",
+                *(["node"] if report.cluster else []),
             ]
         ),
-        _row(["---"] * 10),
+        _row(["---"] * (11 if report.cluster else 10)),
     ]
     lines += [
         _row(
@@ -191,6 +198,7 @@ def to_markdown(report: EvalReport) -> str:
                 r.steps,
                 r.tool_calls,
                 f"{r.durations.total_s:.2f}",
+                *([r.node or "-"] if report.cluster else []),
             ]
         )
         for r in report.runs
@@ -209,6 +217,8 @@ def to_markdown(report: EvalReport) -> str:
     errors = [f"- {_text(r.task_id)} #{r.repeat}: {_text(r.error)}" for r in report.runs if r.error]
     if errors:
         lines += ["", "## Harness errors", "", *errors]
+    if report.cluster is not None:
+        lines += cluster_markdown(report.cluster, _row)
     return "\n".join(lines) + "\n"
 
 

@@ -12,8 +12,10 @@ from sandbox_agent.ledger.store import (
     ExperimentSpend,
     Ledger,
     Reservation,
+    SpendLedger,
     SpendLimits,
     default_ledger_path,
+    open_ledger,
 )
 
 __all__ = [
@@ -23,8 +25,10 @@ __all__ = [
     "Ledger",
     "Price",
     "Reservation",
+    "SpendLedger",
     "SpendLimits",
     "cost_micros",
     "default_ledger_path",
+    "open_ledger",
     "price_for",
 ]

@@ -22,7 +22,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 
 from sandbox_agent.errors import InfrastructureError, UsageError
 from sandbox_agent.ledger.prices import Price, cost_micros
-from sandbox_agent.ledger.store import MICROS_PER_USD, Ledger, Outcome, SpendLimits
+from sandbox_agent.ledger.store import MICROS_PER_USD, Outcome, SpendLedger, SpendLimits
 from sandbox_agent.providers.base import ProviderOptions, Usage
 
 DEFAULT_MAX_COST_USD = 1.00
@@ -133,7 +133,7 @@ def limits_from_options(options: ProviderOptions) -> SpendLimits:
 class Meter:
     """Meters every request of one run against the shared ledger."""
 
-    ledger: Ledger
+    ledger: SpendLedger
     limits: SpendLimits
     price: Price
     model: str

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
@@ -121,7 +122,58 @@ class ExperimentSpend(BaseModel):
     output_tokens: int
 
 
-class Ledger:
+CLUSTER_LEDGER_PREFIX = "ray-actor:"
+"""A ``ledger_path`` naming the cluster's ledger actor instead of a file (issue 19)."""
+
+
+class SpendLedger(ABC):
+    """What a meter reserves with and settles to: a ledger file, or the cluster's actor."""
+
+    @abstractmethod
+    def reserve(
+        self,
+        *,
+        experiment: str,
+        run_id: str,
+        model: str,
+        micros: int,
+        tokens: int,
+        limits: SpendLimits,
+    ) -> Reservation:
+        """Reserve one request's worst case (see ``Ledger.reserve``).
+
+        Raises:
+            BudgetExhausted: a budget would be exceeded.
+        """
+
+    @abstractmethod
+    def settle(
+        self,
+        reservation: Reservation,
+        *,
+        micros: int,
+        input_tokens: int,
+        output_tokens: int,
+        outcome: Outcome,
+    ) -> None:
+        """Replace a reservation by what the request really cost."""
+
+
+def open_ledger(location: str | None) -> SpendLedger:
+    """The ledger a run's ``ledger_path`` names: a file (the default one when None), or
+    ``ray-actor:<name>``, the cluster's ledger on its head (``cluster.ledger``).
+
+    Raises:
+        UsageError: the file cannot be opened or is not a ledger.
+    """
+    if location is not None and location.startswith(CLUSTER_LEDGER_PREFIX):
+        from sandbox_agent.cluster.ledger import ClusterLedger
+
+        return ClusterLedger(location.removeprefix(CLUSTER_LEDGER_PREFIX))
+    return Ledger(Path(location) if location else None)
+
+
+class Ledger(SpendLedger):
     """A spend ledger file. Each operation opens its own connection, so one ``Ledger``
     may be shared by threads, and many processes may open the same file."""
 

@@ -14,13 +14,14 @@ from sandbox_agent.providers.base import Provider, ProviderOptions
 
 PROVIDERS: dict[str, str] = {
     "scripted": "sandbox_agent.providers.scripted:create",
+    "scripted-slow": "sandbox_agent.providers.slow:create",
     "injection": "sandbox_agent.providers.injection:create",
     "mock-adversarial": "sandbox_agent.providers.adversarial:create",
     "anthropic": "sandbox_agent.providers.anthropic:create",
     "openai": "sandbox_agent.providers.openai_compat:create",
     "local": "sandbox_agent.providers.local:create",
 }
-SIMULATED_PROVIDERS = frozenset({"scripted", "injection", "mock-adversarial"})
+SIMULATED_PROVIDERS = frozenset({"scripted", "scripted-slow", "injection", "mock-adversarial"})
 
 
 def create_provider(name: str, options: ProviderOptions) -> Provider:

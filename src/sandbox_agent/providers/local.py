@@ -21,7 +21,7 @@ from typing_extensions import override
 from sandbox_agent.errors import InfrastructureError, ModelServerGone
 from sandbox_agent.ledger.meter import Failure, Meter, limits_from_options
 from sandbox_agent.ledger.prices import Price
-from sandbox_agent.ledger.store import Ledger
+from sandbox_agent.ledger.store import open_ledger
 from sandbox_agent.localmodel import pins, process, server
 from sandbox_agent.providers.base import ModelReply, ModelRequest, Provider, ProviderOptions
 from sandbox_agent.providers.chat_protocol import ToolProtocol
@@ -103,7 +103,7 @@ def create(options: ProviderOptions) -> Provider:
     client.organization = None
     client.project = None
     meter = Meter(
-        ledger=Ledger(Path(options.ledger_path) if options.ledger_path else None),
+        ledger=open_ledger(options.ledger_path),
         limits=limits_from_options(options),
         price=Price(0.0, 0.0),
         model=pins.MODEL_NAME,

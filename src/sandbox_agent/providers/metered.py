@@ -8,7 +8,6 @@ into a ``ModelReply`` are the same, and live here once.
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Literal
 
 from sandbox_agent.ledger.meter import (
@@ -20,7 +19,7 @@ from sandbox_agent.ledger.meter import (
     limits_from_options,
 )
 from sandbox_agent.ledger.prices import price_for
-from sandbox_agent.ledger.store import Ledger
+from sandbox_agent.ledger.store import open_ledger
 from sandbox_agent.providers.base import ModelReply, ProviderOptions
 from sandbox_agent.providers.gate import GatePass, check_gate
 from sandbox_agent.providers.http import DEFAULT_REQUEST_TIMEOUT_SECONDS
@@ -44,7 +43,7 @@ def open_meter(
         output_per_mtok=options.price_per_mtok_out,
     )
     meter = Meter(
-        ledger=Ledger(Path(options.ledger_path) if options.ledger_path else None),
+        ledger=open_ledger(options.ledger_path),
         limits=limits_from_options(options),
         price=price,
         model=passed.model,

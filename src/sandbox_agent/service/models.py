@@ -151,6 +151,8 @@ class RunView(RunSummary):
     model: str = ""
     runtime: str | None = None
     model_summary: str | None = None
+    node: str | None = None
+    """``serve --ray``: the cluster node that ran the run."""
 
 
 class RunList(BaseModel):

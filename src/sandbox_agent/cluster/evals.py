@@ -1,0 +1,486 @@
+"""``eval --ray``: every run of an evaluation is a Ray task on a node with a sandbox slot.
+
+Each (case, repeat) is one streaming task (``remote.run_eval_case``) asking for one
+``sandbox-slot-<runtime>``: the agent, the held-out check and the score run on that
+node, with its own Docker daemon and runner image. Records, run folders and the node
+that ran each run come back; records are returned in (case, repeat) order as locally.
+
+Faults:
+- a node lost mid-run (its process, its machine): the run ends ``LOST`` (never
+  passed) and, with ``retry_lost``, runs once more wherever a slot is free; once the
+  evaluation ends, every surviving node reaps what dead runs left on its Docker;
+- the head lost: ``HeadLost`` with every record that finished (the caller keeps them);
+- Ctrl-C: every task is cancelled (the node cancels its run, which removes its
+  sandbox), the caller waits for them to end, then ``KeyboardInterrupt`` goes on.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from sandbox_agent.cluster.connect import (
+    NodeInfo,
+    connected,
+    describe_nodes,
+    gcs_reachable,
+    slots_of,
+)
+from sandbox_agent.cluster.node import slot_resource
+from sandbox_agent.cluster.remote import Finished, Started
+from sandbox_agent.cluster.report import LOST, ClusterReport, NodeReport
+from sandbox_agent.errors import SetupError, UsageError
+from sandbox_agent.evals.cases import EvalCase
+from sandbox_agent.evals.executor import EvalOptions, build_config, error_record
+from sandbox_agent.evals.heldout import not_run
+from sandbox_agent.evals.progress import ProgressBar
+from sandbox_agent.evals.records import RunRecord
+
+POLL_S = 0.5
+NO_SLOT_AFTER_S = 30.0
+"""Runs waiting this long while no alive node advertises a slot of their runtime (every
+node with slots died or left) end ``LOST`` instead of waiting for ever."""
+HEAD_LOST_AFTER_S = 3.0
+"""The head's GCS refusing connections this long means the head is gone."""
+CANCEL_WAIT_S = 90.0
+"""After Ctrl-C, how long to wait for every node to unwind its runs (each has 60 s)."""
+
+RecordSink = Callable[[RunRecord], None]
+_RAY_NODE = re.compile(r"Node IP: (?P<ip>[0-9a-fA-F.:]+), node ID: (?P<id>[0-9a-f]{16,})")
+"""How Ray's ``NodeDiedError`` names the node (Ray 2.60)."""
+
+
+class ClusterOptions(BaseModel):
+    """How an evaluation uses the cluster."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    address: str
+    """``--ray``: ``auto``, ``ray://HOST:PORT`` or ``HOST:PORT``."""
+    retry_lost: bool = False
+    """``--retry-lost``: run a run lost with its node once more, on another node."""
+
+
+class HeadLost(SetupError):
+    """The cluster's head went away mid-evaluation; ``records`` holds what finished."""
+
+    def __init__(self, message: str, records: list[RunRecord], report: ClusterReport) -> None:
+        super().__init__(message)
+        self.records = records
+        self.report = report
+
+
+class ClusterEval(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    records: list[RunRecord]
+    report: ClusterReport
+
+
+@dataclass
+class _Attempt:
+    key: tuple[int, int]
+    number: int
+    started: Started | None = None
+    node_hint: str | None = None
+    """Where the run was, from Ray's error, when it was lost before ``Started`` came."""
+    lost_on: list[str] = field(default_factory=list)
+
+
+def node_name(ip: str, node_id: str) -> str:
+    """How records and reports name a node (``NodeInfo.name``)."""
+    return f"{ip}/{node_id[:12]}"
+
+
+def run_all_ray(
+    cases: Sequence[EvalCase],
+    options: EvalOptions,
+    cluster: ClusterOptions,
+    *,
+    progress: ProgressBar | None = None,
+    on_record: RecordSink | None = None,
+) -> ClusterEval:
+    """Run every case ``options.repeats`` times on the cluster at ``cluster.address``.
+
+    Args:
+        on_record: called with each record as it comes back (the caller keeps it at
+            once, so a head lost later loses nothing that finished).
+
+    Raises:
+        SetupError: no cluster answers, or no node advertises slots for the runtime.
+        HeadLost: the head went away; what finished is in the exception.
+        UsageError: a case cannot run (raised on a node).
+    """
+    with connected(cluster.address) as target:
+        nodes = describe_nodes(options.runtime)
+        usable = [node for node in nodes if not node.problem]
+        if not usable:
+            found = "; ".join(f"{node.name}: {node.problem}" for node in nodes) or "no nodes"
+            raise SetupError(
+                f"no node of the cluster at {target.address} can run {options.runtime} "
+                f"sandboxes ({found}): start nodes with 'sandbox-agent cluster node'"
+            )
+        run = _Scheduler(
+            cases=cases,
+            options=options,
+            cluster=cluster,
+            address=target.address,
+            nodes=nodes,
+            progress=progress,
+            on_record=on_record,
+        )
+        try:
+            return run.all()
+        finally:
+            if progress is not None:
+                progress.close()
+
+
+class _Scheduler:
+    """The driver's loop: submit every run, collect what comes back, handle faults."""
+
+    def __init__(
+        self,
+        *,
+        cases: Sequence[EvalCase],
+        options: EvalOptions,
+        cluster: ClusterOptions,
+        address: str,
+        nodes: list[NodeInfo],
+        progress: ProgressBar | None,
+        on_record: RecordSink | None,
+    ) -> None:
+        self.cases = cases
+        self.options = options
+        self.cluster = cluster
+        self.address = address
+        self.nodes = nodes
+        self.progress = progress
+        self.on_record = on_record
+        self.records: dict[tuple[int, int], RunRecord] = {}
+        self.pending: dict[Any, _Attempt] = {}
+        self.lost_attempts = 0
+        self.retried = 0
+        self.ledger_actor: Any = None
+        self.streaming = not address.startswith("ray://")
+
+    def all(self) -> ClusterEval:
+        import ray
+
+        from sandbox_agent.cluster.payload import bundle_case
+
+        node_options = self._node_options()
+        bundles = [ray.put(bundle_case(case)) for case in self.cases]
+        work = [(i, r) for i in range(len(self.cases)) for r in range(self.options.repeats)]
+        submit = self._submitter(bundles, node_options)
+        for key in work:
+            submit(_Attempt(key=key, number=1))
+        try:
+            self._collect(submit)
+        except HeadLost:
+            raise
+        except BaseException:
+            self._cancel_all()
+            raise
+        if self.lost_attempts:
+            self._reap_survivors()
+        return ClusterEval(records=[self.records[key] for key in work], report=self._report())
+
+    def _node_options(self) -> EvalOptions:
+        """What every node is given: no trace folder of ours, and for a real model the
+        cluster's ledger on the head instead of a file."""
+        from sandbox_agent.cluster.ledger import start_ledger_actor
+        from sandbox_agent.providers import SIMULATED_PROVIDERS
+
+        options = self.options.model_copy(update={"trace_dir": None})
+        if self.options.provider in SIMULATED_PROVIDERS:
+            return options
+        self.ledger_actor, location = start_ledger_actor(options.provider_options.ledger_path)
+        provider_options = options.provider_options.model_copy(update={"ledger_path": location})
+        return options.model_copy(update={"provider_options": provider_options})
+
+    def _submitter(
+        self, bundles: list[Any], node_options: EvalOptions
+    ) -> Callable[[_Attempt], None]:
+        from sandbox_agent.cluster.remote import eval_case_task, whole_eval_case_task
+
+        # Ray Client (ray://) cannot carry a streaming task: there each run is one task
+        # whose messages all come back at its end.
+        chosen = eval_case_task() if self.streaming else whole_eval_case_task()
+        task = chosen.options(resources={slot_resource(self.options.runtime): 1})
+
+        def submit(attempt: _Attempt) -> None:
+            index, repeat = attempt.key
+            self.pending[task.remote(bundles[index], repeat, node_options)] = attempt
+
+        return submit
+
+    def _collect(self, submit: Callable[[_Attempt], None]) -> None:
+        import ray
+
+        unreachable_since: float | None = None
+        slotless_since: float | None = None
+        next_slot_check = time.monotonic()
+        while self.pending:
+            ready, _ = ray.wait(list(self.pending), num_returns=1, timeout=POLL_S)
+            if ready:  # then every other run with a message waiting, in the same pass
+                ready, _ = ray.wait(list(self.pending), num_returns=len(self.pending), timeout=0)
+            for generator in ready:
+                self._advance(generator, submit)
+            if gcs_reachable(self.address):
+                unreachable_since = None
+            elif unreachable_since is None:
+                unreachable_since = time.monotonic()
+            elif time.monotonic() - unreachable_since >= HEAD_LOST_AFTER_S:
+                self._head_lost()
+            if unreachable_since is None and time.monotonic() >= next_slot_check:
+                next_slot_check = time.monotonic() + 5 * POLL_S
+                if self._slots_left():
+                    slotless_since = None
+                elif slotless_since is None:
+                    slotless_since = time.monotonic()
+                elif time.monotonic() - slotless_since >= NO_SLOT_AFTER_S:
+                    self._no_slot_left()
+
+    def _slots_left(self) -> bool:
+        import ray
+
+        resources: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
+        return resources.get(slot_resource(self.options.runtime), 0) > 0
+
+    def _no_slot_left(self) -> None:
+        """End every waiting run ``LOST``: no alive node can take it any more."""
+        import ray
+
+        for generator, attempt in list(self.pending.items()):
+            ray.cancel(generator)
+            del self.pending[generator]
+            reason = f"no node with a {self.options.runtime} slot is left in the cluster"
+            record = self._harness_error(attempt, reason).model_copy(
+                update={
+                    "status": LOST,
+                    "reason": reason,
+                    "error": None,
+                    "held_out": not_run(reason),
+                }
+            )
+            self.lost_attempts += 1
+            self._keep(attempt, record)
+
+    def _advance(self, generator: Any, submit: Callable[[_Attempt], None]) -> None:
+        """Take the next message of one run, or its end."""
+        import ray
+
+        attempt = self.pending[generator]
+        try:
+            messages = self._take(generator)
+        except StopIteration:
+            del self.pending[generator]
+            self._keep(attempt, self._harness_error(attempt, "the node sent no record"))
+            return
+        except (UsageError, SetupError):
+            raise
+        except ray.exceptions.RayTaskError as error:  # the run's code raised on the node
+            del self.pending[generator]
+            cause = error.cause if error.cause is not None else error
+            self._keep(attempt, self._harness_error(attempt, f"{type(cause).__name__}: {cause}"))
+            return
+        except ray.exceptions.RayError as error:  # the node, its worker or its objects are gone
+            del self.pending[generator]
+            if attempt.started is None:
+                attempt.node_hint = self._node_named_in(str(error))
+            detail = " ".join(str(error).split())[:200]
+            self._lost(attempt, f"{type(error).__name__}: {detail}", submit)
+            return
+        for message in messages:
+            if isinstance(message, Started):
+                attempt.started = message
+                self._ensure_known(message.node_id, message.ip)
+            elif isinstance(message, Finished):
+                del self.pending[generator]
+                self._keep(attempt, self._finished(attempt, message))
+        if generator in self.pending and not self.streaming:
+            del self.pending[generator]
+            self._keep(attempt, self._harness_error(attempt, "the node sent no record"))
+
+    def _take(self, submitted: Any) -> list[Any]:
+        """The next message of a streaming run, or every message of a whole one.
+
+        Raises:
+            StopIteration: a streaming run ended.
+            RayError: the run's task failed (its node, its worker, its code).
+        """
+        import ray
+
+        if self.streaming:
+            return [ray.get(next(submitted))]
+        messages: list[Any] = ray.get(submitted)
+        return messages
+
+    def _node_of(self, attempt: _Attempt) -> str | None:
+        started = attempt.started
+        return node_name(started.ip, started.node_id) if started else attempt.node_hint
+
+    def _ensure_known(self, node_id: str, ip: str) -> None:
+        """A node that joined after the evaluation began is in its report too."""
+        if all(node.node_id != node_id for node in self.nodes):
+            import ray
+
+            listed: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]
+            resources: dict[str, float] = next(
+                (n.get("Resources", {}) for n in listed if n["NodeID"] == node_id), {}
+            )
+            self.nodes.append(NodeInfo(node_id=node_id, ip=ip, slots=slots_of(resources)))
+
+    def _node_named_in(self, text: str) -> str | None:
+        """The node Ray's error names (``Node IP: ..., node ID: ...``, else a known node's
+        id or address): a run lost before its first message still says where it was."""
+        named = _RAY_NODE.search(text)
+        if named is not None:
+            self._ensure_known(named["id"], named["ip"])
+            return node_name(named["ip"], named["id"])
+        for node in self.nodes:
+            if node.node_id in text:
+                return node.name
+        for node in self.nodes:
+            if re.search(rf"(?<![\d.]){re.escape(node.ip)}(?![\d.])", text):
+                return node.name
+        return None
+
+    def _finished(self, attempt: _Attempt, message: Finished) -> RunRecord:
+        from sandbox_agent.cluster.payload import unpack_run_folder
+
+        record = RunRecord.model_validate_json(message.payload)
+        case = self.cases[attempt.key[0]]
+        config = dict(record.config)
+        config["plan"] = str(case.plan) if case.plan else None
+        trace_path = record.trace_path
+        if message.run_folder is not None and self.options.trace_dir is not None:
+            folder = unpack_run_folder(message.run_folder, self.options.trace_dir)
+            trace_path = str(folder / Path(record.trace_path).name)
+        return record.model_copy(
+            update={
+                "config": config,
+                "trace_path": trace_path,
+                "node": self._node_of(attempt),
+                "lost_on": attempt.lost_on,
+            }
+        )
+
+    def _harness_error(self, attempt: _Attempt, error: str) -> RunRecord:
+        index, repeat = attempt.key
+        case = self.cases[index]
+        config = build_config(case, self.options, f"eval-{case.task.id}-{repeat}")
+        record = error_record(case, repeat, config, error)
+        return record.model_copy(
+            update={"node": self._node_of(attempt), "lost_on": attempt.lost_on}
+        )
+
+    def _lost(self, attempt: _Attempt, why: str, submit: Callable[[_Attempt], None]) -> None:
+        self.lost_attempts += 1
+        node = self._node_of(attempt) or "an unknown node"
+        if self.cluster.retry_lost and attempt.number == 1:
+            self.retried += 1
+            submit(_Attempt(key=attempt.key, number=2, lost_on=[*attempt.lost_on, node]))
+            return
+        reason = f"lost with its node {node} ({why}) before it finished"
+        record = self._harness_error(attempt, reason).model_copy(
+            update={"status": LOST, "reason": reason, "error": None, "held_out": not_run(reason)}
+        )
+        self._keep(attempt, record)
+
+    def _keep(self, attempt: _Attempt, record: RunRecord) -> None:
+        self.records[attempt.key] = record
+        if self.on_record is not None:
+            self.on_record(record)
+        if self.progress is not None:
+            self.progress.advance(record.passed)
+
+    def _cancel_all(self) -> None:
+        """Cancel every run in flight and wait (bounded) until each node has unwound it."""
+        import ray
+
+        for generator in self.pending:
+            ray.cancel(generator)
+        deadline = time.monotonic() + CANCEL_WAIT_S
+        while self.pending and time.monotonic() < deadline:
+            ready: list[Any] = ray.wait(list(self.pending), num_returns=1, timeout=POLL_S)[0]
+            for generator in ready:
+                try:
+                    messages = self._take(generator)
+                except (StopIteration, ray.exceptions.RayError, SetupError, UsageError):
+                    del self.pending[generator]
+                    continue
+                if not self.streaming or any(isinstance(m, Finished) for m in messages):
+                    del self.pending[generator]
+
+    def _head_lost(self) -> None:
+        unfinished = len(self.pending)
+        message = (
+            f"the cluster's head at {self.address} was lost: {len(self.records)} runs "
+            f"finished and are kept, {unfinished} did not finish"
+        )
+        report = self._report(error=message, unfinished=unfinished)
+        records = [self.records[key] for key in sorted(self.records)]
+        raise HeadLost(message, records, report)
+
+    def _reap_survivors(self) -> None:
+        """Every surviving node removes what dead runs left on its Docker."""
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        from sandbox_agent.cluster.remote import reap_task
+
+        listed: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]
+        refs = [
+            reap_task()
+            .options(scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False))
+            .remote()
+            for node in listed
+            if node.get("Alive")
+        ]
+        ray.wait(refs, num_returns=len(refs), timeout=CANCEL_WAIT_S)
+
+    def _report(self, *, error: str | None = None, unfinished: int = 0) -> ClusterReport:
+        runs: dict[str, int] = {}
+        lost: dict[str, int] = {}
+        for record in self.records.values():
+            if record.node:
+                runs[record.node] = runs.get(record.node, 0) + 1
+                if record.status == LOST:
+                    lost[record.node] = lost.get(record.node, 0) + 1
+            for name in record.lost_on:
+                lost[name] = lost.get(name, 0) + 1
+        return ClusterReport(
+            address=self.address,
+            nodes=[
+                NodeReport(
+                    node=node.name,
+                    hostname=node.hostname,
+                    slots=node.slots,
+                    used=not node.problem,
+                    problem=node.problem,
+                    signer=node.signer,
+                    public_key_pem=node.public_key_pem,
+                    runs=runs.get(node.name, 0),
+                    lost=lost.get(node.name, 0),
+                )
+                for node in self.nodes
+            ],
+            retry_lost=self.cluster.retry_lost,
+            lost_runs=self.lost_attempts,
+            retried_runs=self.retried,
+            error=error,
+            unfinished=unfinished,
+        )
+
+
+def new_eval_id() -> str:
+    return uuid.uuid4().hex[:12]

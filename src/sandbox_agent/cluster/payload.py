@@ -1,0 +1,184 @@
+"""What crosses the network: folders as bounded tar bytes, cases out, run folders back.
+
+A case goes to a node as data, never as a path: its repository (a fixture or a
+generated one), its held-out tests and its plan, packed here and unpacked in a private
+folder on the node. A node that holds the very same repository at the very same path
+(one machine, or the project installed at one path everywhere) runs it from there, so
+a run's evidence names the path the caller has and ``verify`` re-hashes it as after a
+local run. A run's folder (trace, result, diff, evidence) comes back the same way.
+
+Nothing secret is packed: a case is task text, repository files, held-out tests and a
+plan; real-model keys stay in each node's own environment (docs/CLUSTER.md).
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from sandbox_agent.errors import UsageError
+from sandbox_agent.evals.cases import EvalCase
+
+MAX_PACKED_BYTES = 64 * 1024 * 1024
+"""A folder larger than this is refused rather than shipped (a repository, a run folder)."""
+
+
+def pack_folder(root: Path) -> bytes:
+    """``root``'s tree as an uncompressed tar (regular files, folders and symlinks as
+    they are, so the node's copy refuses what the local copy would refuse).
+
+    Raises:
+        UsageError: ``root`` is not a folder, or the tree is larger than ``MAX_PACKED_BYTES``.
+    """
+    if not root.is_dir():
+        raise UsageError(f"{root} is not a folder")
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        for path in sorted(root.rglob("*")):
+            archive.add(path, arcname=str(path.relative_to(root)), recursive=False)
+            if buffer.tell() > MAX_PACKED_BYTES:
+                raise UsageError(f"{root} is over {MAX_PACKED_BYTES} bytes: too large to ship")
+    return buffer.getvalue()
+
+
+def unpack_folder(data: bytes, dest: Path) -> Path:
+    """Unpack a ``pack_folder`` tar into ``dest`` (created), refusing anything that would
+    land outside it (tarfile's ``data`` filter: no absolute or escaping paths, links
+    or devices)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as archive:
+        archive.extractall(dest, filter="data")
+    return dest
+
+
+class FolderCopy(BaseModel):
+    """A folder as the caller has it: where, and what it hashes to."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: Path
+    """The caller's path (used as is on a node that holds the identical tree there)."""
+    sha256: str
+    """``workspace.hashing.tree_sha256`` of the tree."""
+    tar: bytes
+
+
+def copy_of(path: Path) -> FolderCopy:
+    """Pack ``path`` with its tree hash.
+
+    Raises:
+        UsageError: not a folder, or too large.
+        WorkspaceError: a file could not be read.
+    """
+    from sandbox_agent.workspace.hashing import tree_sha256
+
+    return FolderCopy(path=path, sha256=tree_sha256(path), tar=pack_folder(path))
+
+
+def place(copy: FolderCopy, scratch: Path) -> Path:
+    """The folder to use on this node: the caller's path when it holds the identical tree,
+    otherwise the shipped bytes unpacked under ``scratch``."""
+    from sandbox_agent.errors import WorkspaceError
+    from sandbox_agent.workspace.hashing import tree_sha256
+
+    try:
+        if copy.path.is_dir() and tree_sha256(copy.path) == copy.sha256:
+            return copy.path
+    except WorkspaceError:
+        pass
+    return unpack_folder(copy.tar, scratch)
+
+
+class CaseBundle(BaseModel):
+    """One eval case as it crosses to a node: the case with the caller's paths, and the
+    bytes of every folder and file it names."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    case: EvalCase
+    repository: FolderCopy
+    """The fixture folder (``fixtures_dir/<fixture>``) or the generated repository."""
+    held_out: FolderCopy
+    plan: bytes | None = None
+    """The case's plan file, or the fixture's own reference plan when the case names none."""
+
+
+def bundle_case(case: EvalCase) -> CaseBundle:
+    """Pack ``case`` for a node.
+
+    Raises:
+        UsageError: a folder is missing or too large.
+    """
+    from sandbox_agent.controller.source import reference_plan_path
+
+    if case.repo is not None:
+        repository = case.repo
+        plan_file = case.plan
+    else:
+        folder = case.fixtures_dir or _default_fixtures()
+        repository = folder / case.task.fixture
+        plan_file = case.plan or reference_plan_path(folder, case.task.fixture)
+    return CaseBundle(
+        case=case,
+        repository=copy_of(repository),
+        held_out=copy_of(case.held_out_dir),
+        plan=plan_file.read_bytes() if plan_file is not None else None,
+    )
+
+
+def _default_fixtures() -> Path:
+    from sandbox_agent.settings import default_fixtures_dir
+
+    return default_fixtures_dir()
+
+
+def case_on_node(bundle: CaseBundle, scratch: Path) -> EvalCase:
+    """The case with this node's paths: repository, held-out tests and plan placed under
+    ``scratch`` (or the caller's own paths where this node holds the identical trees)."""
+    case = bundle.case
+    repository = place(bundle.repository, scratch / "fixtures" / case.task.fixture)
+    held_out = place(bundle.held_out, scratch / "held_out")
+    plan: Path | None = None
+    if bundle.plan is not None:
+        scratch.mkdir(parents=True, exist_ok=True)
+        plan = scratch / "plan.json"
+        plan.write_bytes(bundle.plan)
+    if case.repo is not None:
+        return case.model_copy(update={"repo": repository, "plan": plan, "held_out_dir": held_out})
+    return case.model_copy(
+        update={"fixtures_dir": repository.parent, "plan": plan, "held_out_dir": held_out}
+    )
+
+
+class RunFolder(BaseModel):
+    """A finished run's folder (trace, result, diff, evidence) on its way back."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    """The folder's name: the run id."""
+    tar: bytes
+
+
+def pack_run_folder(trace_path: str) -> RunFolder | None:
+    """The folder holding ``trace_path``, packed; None when the run left no trace."""
+    if not trace_path:
+        return None
+    folder = Path(trace_path).parent
+    if not folder.is_dir():
+        return None
+    return RunFolder(name=folder.name, tar=pack_folder(folder))
+
+
+def unpack_run_folder(run: RunFolder, trace_dir: Path) -> Path:
+    """Write a run's folder under ``trace_dir`` (as a local run would have) and return it.
+
+    Raises:
+        UsageError: the name is not one folder name.
+    """
+    if not run.name or "/" in run.name or run.name in (".", ".."):
+        raise UsageError(f"a node sent back a run folder named {run.name!r}")
+    return unpack_folder(run.tar, trace_dir / run.name)

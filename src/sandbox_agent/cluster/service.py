@@ -1,0 +1,175 @@
+"""``serve --ray``: the service's run function, running each queued run on the cluster.
+
+The service keeps its API, its database and its worker threads; each worker thread
+hands its run to a node (``remote.run_service_run``) and waits for it, writing every
+trace event to the store as the node streams it (live progress as for a local run).
+The fixture and an inline plan cross as bytes; the run's folder comes back under the
+service's own trace folder. Cancelling a run asks the node through a cancel board (an
+actor): the node cancels the run, which ends ``CANCELLED`` with its result and trace,
+as locally. A run whose node is lost ends ``SANDBOX_ERROR`` naming the node.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+from sandbox_agent.cluster.connect import NAMESPACE, NodeInfo, describe_nodes
+from sandbox_agent.cluster.evals import node_name
+from sandbox_agent.cluster.node import slot_resource
+from sandbox_agent.cluster.remote import Event, Finished, Started
+from sandbox_agent.controller.models import RunConfig, RunResult
+from sandbox_agent.errors import InfrastructureError, SetupError, UsageError
+from sandbox_agent.sandbox.base import CancelToken, Runtime
+from sandbox_agent.service.executor import EventSink
+
+POLL_S = 0.5
+STOP_WAIT_S = 30.0
+"""After the service asked a node to cancel, how long before Ray's own cancel is used."""
+
+
+class CancelBoard:
+    """Run ids the service asked to cancel; nodes ask it about their run (an actor)."""
+
+    def __init__(self) -> None:
+        self._cancelled: set[str] = set()
+
+    def cancel(self, run_id: str) -> None:
+        self._cancelled.add(run_id)
+
+    def cancelled(self, run_id: str) -> bool:
+        return run_id in self._cancelled
+
+    def forget(self, run_id: str) -> None:
+        self._cancelled.discard(run_id)
+
+
+class ClusterRunFunction:
+    """``service.executor.RunFunction`` on the cluster (one per ``serve --ray``)."""
+
+    def __init__(self, runtime: Runtime, ledger_path: str | None = None) -> None:
+        """Start the cancel board and the cluster's ledger; the caller has joined the cluster.
+
+        Raises:
+            SetupError: no node advertises slots for ``runtime``.
+        """
+        import ray
+
+        from sandbox_agent.cluster.ledger import start_ledger_actor
+
+        self.runtime = runtime
+        self.nodes = describe_nodes(runtime)
+        if not self.usable():
+            found = "; ".join(f"{node.name}: {node.problem}" for node in self.nodes)
+            raise SetupError(f"no node of the cluster can run {runtime} sandboxes ({found})")
+        self._board_name = f"cancel-board-{id(self):x}"
+        board: Any = (
+            ray.remote(num_cpus=0)(CancelBoard)
+            .options(
+                name=self._board_name,
+                namespace=NAMESPACE,
+                resources={"node:__internal_head__": 0.001},
+            )
+            .remote()
+        )
+        self._board = board
+        self._ledger, self.ledger_location = start_ledger_actor(ledger_path)
+
+    def usable(self) -> list[NodeInfo]:
+        return [node for node in self.nodes if not node.problem]
+
+    def slots(self) -> int:
+        """Sandbox slots of every usable node: how many runs the cluster takes at once."""
+        return int(sum(node.slots.get(self.runtime, 0) for node in self.usable()))
+
+    def __call__(
+        self,
+        config: RunConfig,
+        *,
+        cancel: CancelToken | None = None,
+        on_event: EventSink | None = None,
+    ) -> RunResult:
+        """Run ``config`` on a node with a free slot; stream its events; return its result.
+
+        Raises:
+            UsageError: the fixture or plan cannot be shipped, or the node refused the run.
+            SetupError: the node lacks what the run needs.
+            InfrastructureError: the run's node was lost.
+        """
+        import ray
+
+        from sandbox_agent.cluster.payload import copy_of, unpack_run_folder
+        from sandbox_agent.cluster.remote import service_run_task
+        from sandbox_agent.settings import default_fixtures_dir
+
+        token = cancel or CancelToken()
+        fixtures_dir = config.fixtures_dir or default_fixtures_dir()
+        fixture = copy_of(fixtures_dir / str(config.fixture))
+        options = config.provider_options
+        plan = Path(options.plan_path).read_bytes() if options.plan_path else None
+        shipped = config.model_copy(
+            update={
+                "provider_options": options.model_copy(
+                    update={"plan_path": None, "ledger_path": self.ledger_location}
+                ),
+                "trace_dir": None,
+            }
+        )
+        task = service_run_task().options(resources={slot_resource(config.runtime): 1})
+        generator = task.remote(shipped, fixture, plan, self._board_name)
+        node: str | None = None
+        asked_at: float | None = None
+        try:
+            while True:
+                ready, _ = ray.wait([generator], num_returns=1, timeout=POLL_S)
+                if token.cancelled and asked_at is None:
+                    asked_at = _now()
+                    self._board.cancel.remote(str(config.run_id))
+                if asked_at is not None and _now() - asked_at > STOP_WAIT_S:
+                    ray.cancel(generator)
+                if not ready:
+                    continue
+                message = _next(generator, node)
+                if isinstance(message, Started):
+                    node = node_name(message.ip, message.node_id)
+                elif isinstance(message, Event):
+                    if on_event is not None:
+                        on_event(message.event)
+                elif isinstance(message, Finished):
+                    result = RunResult.model_validate_json(message.payload)
+                    trace_path = result.trace_path
+                    if message.run_folder is not None and config.trace_dir is not None:
+                        folder = unpack_run_folder(message.run_folder, config.trace_dir)
+                        trace_path = str(folder / Path(result.trace_path).name)
+                    return result.model_copy(update={"trace_path": trace_path, "node": node})
+        finally:
+            with contextlib.suppress(Exception):
+                self._board.forget.remote(str(config.run_id))
+
+
+def _now() -> float:
+    import time
+
+    return time.monotonic()
+
+
+def _next(generator: Any, node: str | None) -> Any:
+    """The run's next message, with Ray's errors turned into ours."""
+    import ray
+
+    try:
+        return ray.get(next(generator))
+    except StopIteration:
+        raise InfrastructureError(f"the node {node} ended the run without a result") from None
+    except (UsageError, SetupError):
+        raise
+    except ray.exceptions.TaskCancelledError:
+        raise InfrastructureError("the run was cancelled before its node sent a result") from None
+    except ray.exceptions.RayTaskError as error:
+        cause = error.cause if error.cause is not None else error
+        raise InfrastructureError(f"on node {node}: {type(cause).__name__}: {cause}") from None
+    except ray.exceptions.RayError as error:
+        raise InfrastructureError(
+            f"lost with its node {node or '(not started yet)'} ({type(error).__name__})"
+        ) from None

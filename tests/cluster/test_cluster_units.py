@@ -1,0 +1,170 @@
+"""The cluster's pure parts, without Ray or Docker: addresses, payloads, slots, the
+report, the ledger seam."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from sandbox_agent.cluster import connect, local, payload
+from sandbox_agent.cluster.connect import NodeInfo
+from sandbox_agent.cluster.evals import _RAY_NODE
+from sandbox_agent.cluster.node import (
+    NodePreflight,
+    RayStart,
+    ray_start_argv,
+    slot_resource,
+    slot_resources,
+)
+from sandbox_agent.cluster.report import ClusterReport, NodeReport, markdown
+from sandbox_agent.errors import UsageError
+
+
+def test_only_runtimes_whose_preflight_passed_get_slots() -> None:
+    found = [
+        NodePreflight(runtime="runc", ok=True),
+        NodePreflight(runtime="runsc", ok=False, failed=["runtime"], detail="not registered"),
+    ]
+    assert slot_resources(found, 3) == {"sandbox-slot-runc": 3.0}
+    assert slot_resources(found[1:], 3) == {}
+
+
+def test_ray_start_keeps_to_the_nodes_address_and_turns_extras_off() -> None:
+    head = ray_start_argv(
+        RayStart(node_ip="127.0.0.2", port=6390, temp_dir=Path("/tmp/x"), slots=2),
+        {slot_resource("runc"): 2.0},
+    )
+    assert "--head" in head
+    assert "--node-ip-address=127.0.0.2" in head
+    assert "--disable-usage-stats" in head
+    assert "--include-dashboard=false" in head
+    assert "--block" in head
+    assert json.loads(next(a for a in head if a.startswith("--resources=")).partition("=")[2]) == {
+        "sandbox-slot-runc": 2.0
+    }
+    worker = ray_start_argv(RayStart(node_ip="127.0.0.3", head_address="127.0.0.2:6390"), {})
+    assert "--address=127.0.0.2:6390" in worker
+    assert "--head" not in worker
+    assert not any(a.startswith("--include-dashboard") for a in worker)
+
+
+def test_addresses_resolve_to_where_the_driver_connects_from(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("SANDBOX_AGENT_HOME", str(tmp_path))
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    assert connect.resolve("ray://10.0.0.1:10001") == connect.Target("ray://10.0.0.1:10001", None)
+    assert connect.resolve("127.0.0.12:6379") == connect.Target("127.0.0.12:6379", "127.0.0.12")
+    assert connect.resolve("10.0.0.1:6379") == connect.Target("10.0.0.1:6379", None)
+    assert connect.resolve("auto") == connect.Target("auto", None)
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.9:1234")
+    assert connect.resolve("auto") == connect.Target("127.0.0.9:1234", "127.0.0.9")
+    with pytest.raises(UsageError, match="--ray needs an address"):
+        connect.resolve(" ")
+
+
+def test_auto_refuses_a_recorded_cluster_that_is_gone(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("SANDBOX_AGENT_HOME", str(tmp_path))
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    gone = local.LocalCluster(
+        address="127.0.0.2:1",
+        client_address="ray://127.0.0.2:2",
+        temp_dir=tmp_path,
+        nodes=[
+            local.NodeProcess(
+                ip="127.0.0.2", pid=os.getpid(), start_time="0", head=True, log=tmp_path / "l"
+            )
+        ],
+        runtimes=["runc"],
+    )
+    local.save(gone)
+    assert local.load() == gone
+    with pytest.raises(UsageError, match="make cluster-up"):
+        connect.resolve("auto")
+
+
+def test_a_folder_crosses_as_bytes_and_is_used_in_place_when_identical(tmp_path: Path) -> None:
+    source = tmp_path / "repo"
+    (source / "pkg").mkdir(parents=True)
+    (source / "pkg" / "a.py").write_text("x = 1\n")
+    (source / "README").write_text("hi\n")
+    copy = payload.copy_of(source)
+    assert payload.place(copy, tmp_path / "elsewhere") == source
+    (source / "README").write_text("changed\n")
+    placed = payload.place(copy, tmp_path / "elsewhere")
+    assert placed == tmp_path / "elsewhere"
+    assert (placed / "README").read_text() == "hi\n"
+    assert (placed / "pkg" / "a.py").read_text() == "x = 1\n"
+
+
+def test_an_escaping_archive_is_refused(tmp_path: Path) -> None:
+    import io
+    import tarfile
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        data = b"owned"
+        info = tarfile.TarInfo("../outside.txt")
+        info.size = len(data)
+        archive.addfile(info, io.BytesIO(data))
+    with pytest.raises(tarfile.FilterError):
+        payload.unpack_folder(buffer.getvalue(), tmp_path / "dest")
+    assert not (tmp_path / "outside.txt").exists()
+    with pytest.raises(UsageError, match="named"):
+        payload.unpack_run_folder(payload.RunFolder(name="..", tar=b""), tmp_path)
+
+
+def test_a_node_without_slots_says_why() -> None:
+    failed = NodeInfo(
+        node_id="a" * 56,
+        ip="127.0.0.16",
+        preflight=[NodePreflight(runtime="runc", ok=False, failed=["daemon"], detail="no")],
+    )
+    assert connect._slot_problem(failed, "runc").startswith("preflight runc failed (daemon)")
+    plain = NodeInfo(node_id="b" * 56, ip="127.0.0.17")
+    assert "not started by 'sandbox-agent cluster node'" in connect._slot_problem(plain, "runc")
+    ready = NodeInfo(node_id="c" * 56, ip="127.0.0.18", slots={"runc": 2})
+    assert connect._slot_problem(ready, "runc") == ""
+    assert ready.name == "127.0.0.18/cccccccccccc"
+
+
+def test_the_node_rays_error_names_is_read() -> None:
+    text = (
+        "Task failed because the node it was running on is dead or unavailable. Node IP: "
+        "127.0.0.15, node ID: e09cfd330aa79dfef47fe716a3791fb9ba48823bcdefcc8611e51db0. This"
+    )
+    found = _RAY_NODE.search(text)
+    assert found is not None
+    assert (found["ip"], found["id"][:12]) == ("127.0.0.15", "e09cfd330aa7")
+
+
+def test_the_cluster_section_of_the_markdown_report_is_inert() -> None:
+    from sandbox_agent.evals.report import _row
+
+    report = ClusterReport(
+        address="127.0.0.2:1",
+        nodes=[NodeReport(node="127.0.0.3/abc", used=False, problem="<b>|x</b>")],
+        retry_lost=True,
+        lost_runs=1,
+        retried_runs=1,
+    )
+    lines = markdown(report, _row)
+    table = "\n".join(lines)
+    assert "## Cluster" in table
+    assert "<b>" not in table
+    assert "\\<b\\>\\|x" in table
+
+
+def test_the_providers_reach_the_cluster_ledger_through_their_ledger_path(
+    tmp_path: Path,
+) -> None:
+    from sandbox_agent.cluster.ledger import ClusterLedger
+    from sandbox_agent.ledger.store import Ledger, open_ledger
+
+    assert isinstance(open_ledger("ray-actor:ledger-abc"), ClusterLedger)
+    assert isinstance(open_ledger(str(tmp_path / "l.sqlite3")), Ledger)
