@@ -168,3 +168,49 @@ def test_the_providers_reach_the_cluster_ledger_through_their_ledger_path(
 
     assert isinstance(open_ledger("ray-actor:ledger-abc"), ClusterLedger)
     assert isinstance(open_ledger(str(tmp_path / "l.sqlite3")), Ledger)
+
+
+class _FlakyRay:
+    """Ray's ``init``/``shutdown`` as a head whose client server fails to start ``fails``
+    times (seen on a busy machine: ``Starting Ray client server failed``)."""
+
+    def __init__(self, fails: int, message: str) -> None:
+        self.fails, self.message = fails, message
+        self.inits = self.shutdowns = 0
+
+    def init(self, **_: object) -> None:
+        self.inits += 1
+        if self.inits <= self.fails:
+            raise ConnectionError(self.message)
+
+    def shutdown(self) -> None:
+        self.shutdowns += 1
+
+
+STARTUP_FAILED = "Starting Ray client server failed. See ray_client_server_23000.err"
+
+
+def test_ray_client_is_tried_again_when_the_heads_client_server_failed_to_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(connect, "CLIENT_RETRY_WAIT_S", 0.0)
+    ray = _FlakyRay(connect.CLIENT_ATTEMPTS - 1, STARTUP_FAILED)
+    connect._init(ray, {}, client=True)
+    assert (ray.inits, ray.shutdowns) == (connect.CLIENT_ATTEMPTS, connect.CLIENT_ATTEMPTS - 1)
+
+
+def test_ray_client_gives_up_after_its_attempts_and_other_errors_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(connect, "CLIENT_RETRY_WAIT_S", 0.0)
+    ray = _FlakyRay(99, STARTUP_FAILED)
+    with pytest.raises(ConnectionError):
+        connect._init(ray, {}, client=True)
+    assert ray.inits == connect.CLIENT_ATTEMPTS
+    refused = _FlakyRay(99, "Connection refused")
+    with pytest.raises(ConnectionError):
+        connect._init(refused, {}, client=True)
+    direct = _FlakyRay(99, STARTUP_FAILED)
+    with pytest.raises(ConnectionError):
+        connect._init(direct, {}, client=False)
+    assert refused.inits == direct.inits == 1

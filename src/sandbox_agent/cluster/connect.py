@@ -13,6 +13,7 @@ import ipaddress
 import logging
 import os
 import socket
+import time
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -25,6 +26,11 @@ from sandbox_agent.sandbox.base import Runtime
 NAMESPACE = "sandbox-agent"
 DESCRIBE_TIMEOUT_S = 120.0
 """Every node must answer ``describe`` by then (a new worker process on a busy node)."""
+CLIENT_ATTEMPTS = 3
+"""Tries at joining through Ray Client: the head starts a server process per client, and
+on a busy machine its first start can fail (``Starting Ray client server failed``)."""
+CLIENT_RETRY_WAIT_S = 3.0
+"""Wait before the second try at Ray Client; doubled before each later one."""
 
 
 class Target(NamedTuple):
@@ -103,7 +109,7 @@ def connected(address: str) -> Iterator[Target]:
     if target.node_ip is not None:
         kwargs["_node_ip_address"] = target.node_ip
     try:
-        ray.init(**kwargs)
+        _init(ray, kwargs, client=target.address.startswith("ray://"))
     except (ConnectionError, RuntimeError, ValueError) as error:
         raise SetupError(
             f"no Ray cluster answers at {address} ({_one_line(error)}): "
@@ -113,6 +119,23 @@ def connected(address: str) -> Iterator[Target]:
         yield target
     finally:
         ray.shutdown()
+
+
+def _init(ray: Any, kwargs: dict[str, Any], *, client: bool) -> None:
+    """``ray.init``; through Ray Client, tried ``CLIENT_ATTEMPTS`` times: a head's client
+    server that failed to start for one client usually starts for the next."""
+    attempts = CLIENT_ATTEMPTS if client else 1
+    wait_s = CLIENT_RETRY_WAIT_S
+    for attempt in range(1, attempts + 1):
+        try:
+            ray.init(**kwargs)
+            return
+        except (ConnectionError, RuntimeError) as error:
+            if attempt == attempts or "client server" not in str(error).lower():
+                raise
+            ray.shutdown()
+            time.sleep(wait_s)
+            wait_s *= 2
 
 
 def _one_line(error: BaseException, limit: int = 300) -> str:
