@@ -3,6 +3,9 @@ held-out tests in a fresh verified sandbox, scored."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -62,3 +65,32 @@ def test_humanevalfix_reference_passes_and_control_fails(tmp_path: Path) -> None
     assert control.held_out.ran
     assert not control.held_out.passed
     assert not control.passed
+
+
+def _eval_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sandbox_agent", "eval", "--tasks", "paginator-fix", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def test_eval_resume_runs_only_what_the_folder_lacks(tmp_path: Path) -> None:
+    """``eval --resume``: the runs of ``runs.jsonl`` are kept, only the missing repeat runs,
+    and the report covers all of them; another evaluation's folder is refused in one line."""
+    results = str(tmp_path / "results")
+    first = _eval_cli("--results-dir", results)
+    assert first.returncode == 0, first.stderr[-2000:]
+    resumed = _eval_cli("--results-dir", results, "--repeats", "2", "--resume")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    lines = (tmp_path / "results" / "runs.jsonl").read_text().splitlines()
+    assert len(lines) == 1 + 2, "the header, the first run, and only the missing repeat"
+    report = json.loads((tmp_path / "results" / "report.json").read_text())
+    assert [(run["repeat"], run["passed"]) for run in report["runs"]] == [(0, True), (1, True)]
+    assert len(list((tmp_path / "results" / "traces").iterdir())) == 2
+    other = _eval_cli("--results-dir", results, "--resume", "--max-wall-seconds", "60")
+    assert other.returncode == 2
+    assert other.stderr.count("\n") == 1
+    assert "differs in: max_wall_seconds" in other.stderr

@@ -23,6 +23,7 @@ from sandbox_agent.controller.models import (
 from sandbox_agent.errors import UsageError
 from sandbox_agent.evals.cases import EvalCase
 from sandbox_agent.evals.executor import HARNESS_ERROR, EvalOptions, run_all
+from sandbox_agent.evals.journal import JOURNAL_FILE, Journal
 from sandbox_agent.evals.progress import ProgressBar
 from sandbox_agent.evals.report import HARNESS_NOTICE, make_report, to_markdown, write_report
 from sandbox_agent.evals.tasks import HeldOut, Task
@@ -239,3 +240,84 @@ def test_reports(held_out: Path, tmp_path: Path) -> None:
         wall_seconds=0.0,
     )
     assert "not model results" not in real.notice
+
+
+def _journal(results: Path, *, resume: bool, identity: dict[str, object] | None = None) -> Journal:
+    return Journal(
+        results, identity or {"suite": "fixtures", "provider": "scripted"}, resume=resume
+    )
+
+
+def test_a_stopped_eval_resumes_with_only_the_runs_it_lacks(held_out: Path, tmp_path: Path) -> None:
+    """A session that ends midway keeps what finished: each record is in runs.jsonl as
+    soon as its run ends, and ``--resume`` runs only the others."""
+    results = tmp_path / "results"
+    cases = [case("good", held_out), case("bad", held_out), case("stop", held_out)]
+    ran: list[str] = []
+
+    def stopping(config: RunConfig, **kwargs: object) -> RunResult:
+        ran.append(config.fixture)
+        if config.fixture == "stop":
+            raise KeyboardInterrupt  # the session ends here
+        return fake_run_task(config, **kwargs)  # type: ignore[arg-type]
+
+    options = EvalOptions(repeats=2, jobs=1)
+    with pytest.raises(KeyboardInterrupt):
+        run_all(cases, options, backend_factory=FakeBackend, run_task=stopping,
+                journal=_journal(results, resume=False))  # fmt: skip
+    assert len((results / JOURNAL_FILE).read_text().splitlines()) == 1 + 4
+    ran.clear()
+    resumed = _journal(results, resume=True)
+    stream = io.StringIO()
+    records = run_all(
+        [case("good", held_out), case("bad", held_out), case("good2", held_out)],
+        options,
+        backend_factory=FakeBackend,
+        run_task=stopping,
+        progress=ProgressBar(6, stream=stream),
+        journal=resumed,
+    )
+    assert ran == ["good2", "good2"], "only the runs the journal lacks"
+    assert [(r.task_id, r.repeat, r.passed) for r in records] == [
+        ("task-good", 0, True), ("task-good", 1, True),
+        ("task-bad", 0, False), ("task-bad", 1, False),
+        ("task-good2", 0, False), ("task-good2", 1, False),
+    ]  # fmt: skip
+    assert "6/6" in stream.getvalue()
+    again = _journal(results, resume=True)
+    assert again.finished(cases[0], 1) == records[1]
+
+
+def test_a_journal_of_another_evaluation_is_refused_in_one_line(tmp_path: Path) -> None:
+    _journal(tmp_path, resume=False, identity={"suite": "fixtures", "max_wall_seconds": 900})
+    with pytest.raises(UsageError, match=r"differs in: max_wall_seconds\): give another"):
+        _journal(tmp_path, resume=True, identity={"suite": "fixtures", "max_wall_seconds": 60})
+    (tmp_path / JOURNAL_FILE).write_text("not json\n")
+    with pytest.raises(UsageError, match="is not an evaluation journal"):
+        _journal(tmp_path, resume=True)
+
+
+def test_a_line_cut_short_or_a_changed_task_runs_again(held_out: Path, tmp_path: Path) -> None:
+    journal = _journal(tmp_path, resume=False)
+    run_all([case("good", held_out)], EvalOptions(repeats=2), backend_factory=FakeBackend,
+            run_task=fake_run_task, journal=journal)  # fmt: skip
+    path = tmp_path / JOURNAL_FILE
+    path.write_bytes(path.read_bytes()[:-40])  # the last line cut mid-write
+    resumed = _journal(tmp_path, resume=True)
+    assert resumed.ignored == 1
+    assert resumed.finished(case("good", held_out), 0) is not None
+    assert resumed.finished(case("good", held_out), 1) is None
+    changed = case("good", held_out).model_copy(
+        update={"task": case("good", held_out).task.model_copy(update={"prompt": "other"})}
+    )
+    assert resumed.finished(changed, 0) is None, "another task definition is another run"
+
+
+def test_without_resume_an_old_journal_is_kept_aside(tmp_path: Path) -> None:
+    _journal(tmp_path, resume=False)
+    (tmp_path / JOURNAL_FILE).write_text((tmp_path / JOURNAL_FILE).read_text() + "x\n")
+    _journal(tmp_path, resume=False)
+    kept = sorted(p.name for p in tmp_path.glob("runs-*.jsonl"))
+    assert len(kept) == 1
+    assert (tmp_path / kept[0]).read_text().endswith("x\n")
+    assert len((tmp_path / JOURNAL_FILE).read_text().splitlines()) == 1

@@ -10,6 +10,7 @@ import pytest
 from judge_harness import judge_on_host, passed
 
 from sandbox_agent.evals import humanevalfix, oneshot
+from sandbox_agent.evals.journal import Journal
 from sandbox_agent.evals.local import odd_subset
 from sandbox_agent.evals.local_report import run_row, suite_summary, write_local_report
 from sandbox_agent.evals.oneshot import Completion
@@ -129,13 +130,39 @@ def test_the_report_is_built_from_the_results_folder(tmp_path: Path) -> None:
         task_id="task-good", passed=False, held_out=records[0].held_out, extracted=True,
         input_tokens=10, output_tokens=5, wall_s=1.0,
     )  # fmt: skip
-    (results / "oneshot.json").write_text(json.dumps([shot.model_dump(mode="json")]))
+    (results / "oneshot.jsonl").write_text(shot.model_dump_json() + "\n" + '{"cut sh')
+    run_all(
+        [case("good", held)],
+        EvalOptions(trace_dir=tmp_path / "traces"),
+        backend_factory=FakeBackend,
+        run_task=fake_run_task,
+        journal=Journal(results / "fixtures", {"suite": "fixtures"}, resume=False),
+    )  # a stage stopped after its first run: only its journal is there
     md, js = write_local_report(
-        results, tmp_path / "out", subset=["task-good"], split="test", budgets={}, wall_seconds=1
-    )
+        results, tmp_path / "out", subset=["task-good"], split="test", budgets={"repeats": 3},
+        wall_seconds=1,
+    )  # fmt: skip
     data = json.loads(js.read_text())
     assert data["suites"]["humanevalfix"]["summary"]["runs"] == 2
-    assert data["oneshot"]["comparison"]["agent_only"] == 1
+    assert data["suites"]["humanevalfix"]["state"] == "complete"
+    assert data["suites"]["fixtures"]["state"] == "partial: 1 of 30 runs"
+    assert "(partial: 1 of 30 runs, to be resumed)" in md.read_text()
+    assert data["oneshot"]["comparison"]["rows"] == 1, "a line cut short is not a record"
+    assert data["oneshot"]["comparison"]["on_those_rows"]["agent_only"] == 1
     assert "even-numbered" in md.read_text()
     assert suite_summary(records)["success"] == 1
     assert run_row(records[0])["heldout"] is True
+
+
+def test_the_one_shot_stage_resumes_from_its_records(tmp_path: Path) -> None:
+    from sandbox_agent.evals.local import oneshot_done
+
+    held = oneshot.HeldOutResult(ran=True, passed=False, status="completed")
+    shot = oneshot.OneShotRecord(
+        task_id="humanevalfix-python-1", passed=False, held_out=held, extracted=True,
+        input_tokens=1, output_tokens=1, wall_s=1.0,
+    )  # fmt: skip
+    path = tmp_path / "oneshot.jsonl"
+    assert oneshot_done(path) == set()
+    path.write_text(shot.model_dump_json() + "\n" + shot.model_dump_json()[:30])
+    assert oneshot_done(path) == {"humanevalfix-python-1"}, "a line cut short runs again"

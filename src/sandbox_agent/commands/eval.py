@@ -60,6 +60,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="where report.json and report.md go (default results/<timestamp>/)",
     )
     parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the runs RESULTS_DIR/runs.jsonl already holds (same evaluation) and "
+        "run only the rest (each run is added to it as it finishes)",
+    )
+    parser.add_argument(
         "--no-fix",
         action="store_true",
         help="control run: a plan that changes nothing, instead of each reference plan",
@@ -129,14 +135,32 @@ def _run_cases(
 ) -> Any:
     """Every run, on this host or (``--ray``) on the cluster: (records, cluster report)."""
     if not args.ray:
-        return _run_locally(cases, options, progress), None
+        return _run_locally(cases, options, progress, _journal(args, options, results)), None
     from sandbox_agent.cluster.command import run_on_cluster
 
     outcome = run_on_cluster(args, cases, options, results, progress)
     return outcome.records, outcome.report
 
 
-def _run_locally(cases: Any, options: Any, progress: Any) -> Any:
+def _journal(args: argparse.Namespace, options: Any, results: Any) -> Any:
+    """``RESULTS_DIR/runs.jsonl`` (``evals.journal``), named by what makes two
+    evaluations the same: the suite, control or not, where tasks and plans come from, and
+    every run option but ``--jobs``, ``--repeats`` and ``--tasks`` (a resumed evaluation
+    may add repeats or tasks)."""
+    from sandbox_agent.evals.journal import Journal
+
+    identity = {
+        "suite": args.suite,
+        "control": args.no_fix,
+        "dataset": args.dataset,
+        "plans": args.plans,
+        "fixtures_dir": args.fixtures_dir,
+        **options.model_dump(mode="json", exclude={"jobs", "repeats", "trace_dir"}),
+    }
+    return Journal(results, identity, resume=args.resume)
+
+
+def _run_locally(cases: Any, options: Any, progress: Any, journal: Any) -> Any:
     """Every run on this host, ``--jobs`` at once (``evals.executor.run_all``)."""
     from sandbox_agent.controller import run_task
     from sandbox_agent.evals.executor import run_all
@@ -149,7 +173,24 @@ def _run_locally(cases: Any, options: Any, progress: Any) -> Any:
         backend_factory=lambda: DockerBackend(reap_on_first_use=False),
         run_task=run_task,
         progress=progress,
+        journal=journal,
     )
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    """Flags that only make sense together.
+
+    Raises:
+        UsageError: one line that says which flag to add or drop.
+    """
+    from sandbox_agent.errors import UsageError
+
+    if args.retry_lost and not args.ray:
+        raise UsageError("--retry-lost needs --ray ADDRESS")
+    if args.resume and args.ray:
+        raise UsageError("--resume is for evaluations on this host; drop --ray or --resume")
+    if args.resume and not args.results_dir:
+        raise UsageError("--resume needs --results-dir DIR: the evaluation to continue")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -208,8 +249,7 @@ def run(args: argparse.Namespace) -> int:
         plans_dir=Path(args.plans) if args.plans else None,
         deps=deps,
     )
-    if args.retry_lost and not args.ray:
-        raise UsageError("--retry-lost needs --ray ADDRESS")
+    _check_flags(args)
     with tempfile.TemporaryDirectory(prefix="sandbox-agent-suite-") as scratch:
         cases = build_cases(args.suite, suite_options, Path(scratch))
         if not cases:

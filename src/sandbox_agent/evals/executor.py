@@ -28,6 +28,7 @@ from sandbox_agent.evals.heldout import (
     run_held_out,
     run_held_out_suite,
 )
+from sandbox_agent.evals.journal import Journal
 from sandbox_agent.evals.progress import ProgressBar
 from sandbox_agent.evals.records import Durations, RunRecord
 from sandbox_agent.evals.scoring import score_run
@@ -302,6 +303,25 @@ def run_case(
     )
 
 
+def _kept(
+    cases: Sequence[EvalCase],
+    work: list[tuple[int, int]],
+    journal: Journal | None,
+    progress: ProgressBar | None,
+) -> dict[tuple[int, int], RunRecord]:
+    """The runs the journal already holds (resumed), counted on the progress bar."""
+    kept: dict[tuple[int, int], RunRecord] = {}
+    if journal is None:
+        return kept
+    for index, repeat in work:
+        record = journal.finished(cases[index], repeat)
+        if record is not None:
+            kept[index, repeat] = record
+            if progress is not None:
+                progress.advance(record.passed)
+    return kept
+
+
 def run_all(
     cases: Sequence[EvalCase],
     options: EvalOptions,
@@ -309,10 +329,13 @@ def run_all(
     backend_factory: BackendFactory,
     run_task: RunTaskFn,
     progress: ProgressBar | None = None,
+    journal: Journal | None = None,
 ) -> list[RunRecord]:
     """Run every case ``options.repeats`` times, up to ``options.jobs`` at once.
 
-    Records come back in (case, repeat) order. Ctrl-C cancels every run in flight.
+    Records come back in (case, repeat) order. Ctrl-C cancels every run in flight. With
+    a ``journal``, a run it already holds is not run again, and each run is added to it
+    as it finishes.
 
     Raises:
         UsageError: a case cannot run here.
@@ -346,15 +369,19 @@ def run_all(
                 in_flight.discard(cancel)
 
     work = [(index, repeat) for index in range(len(cases)) for repeat in range(options.repeats)]
-    records: dict[tuple[int, int], RunRecord] = {}
+    records = _kept(cases, work, journal, progress)
     pool = ThreadPoolExecutor(max_workers=options.jobs, thread_name_prefix="eval")
     try:
         futures: dict[Future[RunRecord], tuple[int, int]] = {
-            pool.submit(one, index, repeat): (index, repeat) for index, repeat in work
+            pool.submit(one, index, repeat): (index, repeat)
+            for index, repeat in work
+            if (index, repeat) not in records
         }
         for future in as_completed(futures):
             record = future.result()
             records[futures[future]] = record
+            if journal is not None:
+                journal.append(cases[futures[future][0]], record)
             if progress is not None:
                 progress.advance(record.passed)
     except BaseException:

@@ -1,14 +1,21 @@
 """``make eval-local``: the first real-model evaluation, on the project's own local model.
 
 ``python -m sandbox_agent.evals.local [--results-dir DIR] [--report-dir DIR]
-[--humanevalfix all|N] [--repeats N] [--skip-agent] [--skip-oneshot]``
+[--humanevalfix all|N] [--repeats N] [--skip-agent] [--skip-oneshot] [--fresh]``
 
 1. the 10-task set through the agent, ``--repeats`` times (default 3);
-2. HumanEvalFix through the agent: all 164 rows, or a fixed seeded subset of the
+2. the one-shot baseline on the HumanEvalFix rows of step 3 (``evals.oneshot``): cheap,
+   so it comes before the longest stage;
+3. HumanEvalFix through the agent: all 164 rows, or a fixed seeded subset of the
    **odd-numbered** rows (the split results are reported on; changes meant to raise
    success are developed on the even-numbered rows, docs/DECISIONS.md);
-3. the one-shot baseline on the same rows (``evals.oneshot``);
-4. a report in ``docs/results/`` (Markdown and JSON, ``evals.local_report``).
+4. a report in ``docs/results/`` (Markdown and JSON, ``evals.local_report``), rewritten
+   after every stage.
+
+It takes hours on 2 cores, so it resumes: every finished run is in the results folder
+(``runs.jsonl`` of each eval, ``oneshot.jsonl``) as soon as it ends, and running the
+same command again runs only what is missing (``eval --resume``); ``--fresh`` starts
+over (the old journals are kept aside). A partial stage is reported as partial.
 
 Every agent run goes through ``sandbox-agent eval --provider local`` itself, at
 temperature 0 with a fixed seed (the ``local`` provider's), one run at a time (one
@@ -19,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import random
 import sys
 import time
@@ -38,6 +44,9 @@ MAX_WALL_SECONDS = 900.0
 """Per agent run: a local 1.5B model on 2 cores needs minutes where a plan needs a second."""
 MAX_ITERATIONS_HUMANEVALFIX = 12
 REPORT_DIR = PROJECT_ROOT / "docs" / "results"
+RESULTS_DIR = PROJECT_ROOT / "results" / "eval-local"
+"""Where the runs go by default: one fixed folder, so running again resumes."""
+ONESHOT_FILE = "oneshot.jsonl"
 
 
 def odd_subset(task_ids: list[str], size: int, seed: int = SUBSET_SEED) -> list[str]:
@@ -98,32 +107,57 @@ def local_completer() -> Complete:
     return complete
 
 
+def oneshot_done(path: Path) -> set[str]:
+    """Rows whose one-shot record ``path`` already holds (a line cut short is not one)."""
+    from sandbox_agent.evals.oneshot import OneShotRecord
+
+    done: set[str] = set()
+    if not path.is_file():
+        return done
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            done.add(OneShotRecord.model_validate_json(line).task_id)
+        except ValueError:
+            continue
+    return done
+
+
 def _oneshot(rows: list[humanevalfix.Row], chosen: list[str], path: Path) -> None:
-    """The one-shot baseline on ``chosen``, one row at a time, written to ``path``."""
+    """The one-shot baseline on ``chosen``, one row at a time, each record appended to
+    ``path`` as it comes; rows already there are skipped."""
     from sandbox_agent.evals.oneshot import run_one
     from sandbox_agent.sandbox.docker_backend import DockerBackend
 
+    done = oneshot_done(path)
+    todo = [task_id for task_id in chosen if task_id not in done]
+    if not todo:
+        return
     complete = local_completer()
     backend = DockerBackend()
     by_id = {humanevalfix.task_id(row): row for row in rows}
-    records = []
+    path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        for number, task_id in enumerate(chosen, start=1):
+        for number, task_id in enumerate(todo, start=len(done) + 1):
             record = run_one(by_id[task_id], complete, backend)
-            records.append(record.model_dump(mode="json"))
+            with path.open("a", encoding="utf-8") as handle:
+                handle.write(record.model_dump_json() + "\n")
             verdict = "passed" if record.passed else "failed"
             print(f"oneshot {number}/{len(chosen)} {task_id}: {verdict}", file=sys.stderr)
     finally:
         backend.close()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(records, indent=1) + "\n", encoding="utf-8")
+
+
+def _set_aside(path: Path) -> None:
+    """``--fresh``: keep an old journal under another name, never delete it."""
+    if path.exists():
+        stamp = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC)
+        path.replace(path.with_name(f"{path.stem}-{stamp:%Y%m%dT%H%M%SZ}{path.suffix}"))
 
 
 def run(args: argparse.Namespace) -> int:
     from sandbox_agent.evals.local_report import write_local_report
 
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-    results = Path(args.results_dir or PROJECT_ROOT / "results" / f"eval-local-{stamp}")
+    results = Path(args.results_dir or RESULTS_DIR)
     rows = humanevalfix.load_rows(humanevalfix.dataset_path(args.dataset))
     ids = [humanevalfix.task_id(row) for row in rows]
     chosen = ids if args.humanevalfix == "all" else odd_subset(ids, int(args.humanevalfix))
@@ -152,18 +186,22 @@ def run(args: argparse.Namespace) -> int:
             wall_seconds=time.monotonic() - began,
         )
 
+    resume = [] if args.fresh else ["--resume"]
+    if args.fresh:
+        _set_aside(results / ONESHOT_FILE)
     if not args.skip_agent:
         fixtures = ["--suite", "fixtures", "--repeats", str(args.repeats)]
-        _eval(["eval", "--provider", "local", *fixtures, *budget, "--results-dir",
+        _eval(["eval", "--provider", "local", *fixtures, *budget, *resume, "--results-dir",
                str(results / "fixtures")])  # fmt: skip
         report()
+    if not args.skip_oneshot:
+        _oneshot(rows, chosen, results / ONESHOT_FILE)
+        report()
+    if not args.skip_agent:
         hef = ["--suite", "humanevalfix", "--tasks", ",".join(chosen), *dataset,
                "--max-iterations", str(MAX_ITERATIONS_HUMANEVALFIX)]  # fmt: skip
-        _eval(["eval", "--provider", "local", *hef, *budget, "--results-dir",
+        _eval(["eval", "--provider", "local", *hef, *budget, *resume, "--results-dir",
                str(results / "humanevalfix")])  # fmt: skip
-        report()
-    if not args.skip_oneshot:
-        _oneshot(rows, chosen, results / "oneshot.json")
     md, js = report()
     print(f"eval-local: report {md} {js}", file=sys.stderr)
     return 0
@@ -171,7 +209,14 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="eval-local", description=__doc__.splitlines()[0])
-    parser.add_argument("--results-dir", default=None, help="where the evals' folders go")
+    parser.add_argument(
+        "--results-dir",
+        default=None,
+        help="where the evals' folders go (default results/eval-local; running again resumes)",
+    )
+    parser.add_argument(
+        "--fresh", action="store_true", help="start over (the old journals are kept aside)"
+    )
     parser.add_argument("--report-dir", default=str(REPORT_DIR), help="the report's folder")
     parser.add_argument("--humanevalfix", default=str(SUBSET_SIZE), help="all, or N odd rows")
     parser.add_argument("--repeats", type=int, default=REPEATS, help="of the 10-task set")

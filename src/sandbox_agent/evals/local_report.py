@@ -13,11 +13,13 @@ import json
 import statistics
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from sandbox_agent.evals.journal import JOURNAL_FILE, Journal
 from sandbox_agent.evals.oneshot import OneShotRecord
 from sandbox_agent.evals.records import RunRecord
 from sandbox_agent.evals.report import EvalReport, _text
+from sandbox_agent.evals.tasks import load_task_file
 
 SPLIT_NOTE = (
     "Prompt and protocol changes meant to raise success were developed on HumanEvalFix's "
@@ -26,10 +28,36 @@ SPLIT_NOTE = (
 )
 
 
-def _load_report(path: Path) -> EvalReport | None:
-    if not path.is_file():
+class Stage(NamedTuple):
+    """One eval's runs, and whether the eval finished (its report.json was written)."""
+
+    runs: list[RunRecord]
+    complete: bool
+
+
+def _load_stage(folder: Path) -> Stage | None:
+    """The runs of the eval in ``folder``: its report when it finished, else the runs its
+    journal holds so far (a stage stopped midway, to be resumed); None when it has none."""
+    report = folder / "report.json"
+    if report.is_file():
+        return Stage(EvalReport.model_validate_json(report.read_text(encoding="utf-8")).runs, True)
+    if not (folder / JOURNAL_FILE).is_file():
         return None
-    return EvalReport.model_validate_json(path.read_text(encoding="utf-8"))
+    runs = Journal.existing(folder).records()
+    return Stage(runs, False) if runs else None
+
+
+def load_oneshot(path: Path) -> list[OneShotRecord]:
+    """The one-shot records ``path`` (JSON lines) holds; a line cut short is skipped."""
+    if not path.is_file():
+        return []
+    found: list[OneShotRecord] = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            found.append(OneShotRecord.model_validate_json(line))
+        except ValueError:
+            continue
+    return found
 
 
 def _per_turn(record: RunRecord) -> float:
@@ -147,16 +175,19 @@ def write_local_report(
     wall_seconds: float,
 ) -> tuple[Path, Path]:
     """Write ``<date>-local-<model>.md`` and ``.json`` into ``report_dir``."""
-    fixtures = _load_report(results / "fixtures" / "report.json")
-    hef = _load_report(results / "humanevalfix" / "report.json")
-    oneshot_path = results / "oneshot.json"
-    oneshot = (
-        [OneShotRecord.model_validate(r) for r in json.loads(oneshot_path.read_text())]
-        if oneshot_path.is_file()
-        else []
-    )
+    fixtures = _load_stage(results / "fixtures")
+    hef = _load_stage(results / "humanevalfix")
+    oneshot = load_oneshot(results / "oneshot.jsonl")
     server = _server()
-    speed = _speed([r for report in (fixtures, hef) if report for r in report.runs])
+    speed = _speed([r for stage in (fixtures, hef) if stage for r in stage.runs])
+    fixture_tasks = len(load_task_file().tasks)
+    planned = {"fixtures": budgets.get("repeats", 1) * fixture_tasks, "humanevalfix": len(subset)}
+    in_runs = {
+        "agent_h": round(
+            sum(r.durations.total_s for st in (fixtures, hef) if st for r in st.runs) / 3600, 2
+        ),
+        "oneshot_h": round(sum(r.wall_s for r in oneshot) / 3600, 2),
+    }
     date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
     data: dict[str, Any] = {
         "date": date,
@@ -166,6 +197,7 @@ def write_local_report(
         "humanevalfix_subset": subset,
         "split_note": SPLIT_NOTE,
         "wall_seconds": round(wall_seconds, 1),
+        "time_in_runs": in_runs,
         "speed": speed,
         "suites": {},
     }
@@ -183,33 +215,39 @@ def write_local_report(
         "- Sampling: temperature 0, seed 1234; tool protocol: the `local` provider's default",
         f"- Budgets: `{json.dumps(budgets)}`",
         f"- HumanEvalFix rows: {split}. {SPLIT_NOTE}",
-        f"- Wall time of the whole evaluation: {wall_seconds / 3600:.2f} h",
+        f"- Time in runs (each run's own wall time, summed; a resumed evaluation spans "
+        f"sessions): agent {in_runs['agent_h']} h, one-shot {in_runs['oneshot_h']} h; "
+        f"the session that wrote this report: {wall_seconds / 3600:.2f} h",
         f"- Speed (medians over every agent turn, from the server's own timings): "
         f"`{json.dumps(speed)}`",
         "",
     ]
-    for name, report in (("fixtures", fixtures), ("humanevalfix", hef)):
-        if report is None:
+    for name, stage in (("fixtures", fixtures), ("humanevalfix", hef)):
+        if stage is None:
             continue
-        rows = [run_row(record) for record in report.runs]
-        summary = suite_summary(report.runs)
-        data["suites"][name] = {"summary": summary, "runs": rows}
-        lines += [f"## Agent: {name}", "", "```", json.dumps(summary, indent=1), "```", ""]
+        rows = [run_row(record) for record in stage.runs]
+        summary = suite_summary(stage.runs)
+        state = "complete" if stage.complete else f"partial: {len(rows)} of {planned[name]} runs"
+        data["suites"][name] = {"state": state, "summary": summary, "runs": rows}
+        title = f"## Agent: {name}" + ("" if stage.complete else f" ({state}, to be resumed)")
+        lines += [title, "", "```", json.dumps(summary, indent=1), "```", ""]
         header = list(rows[0]) if rows else []
         lines += [*_table(header, [list(row.values()) for row in rows]), ""]
     if oneshot:
         agent = {r.task_id: r.held_out.passed for r in hef.runs} if hef else {}
-        both = sum(1 for r in oneshot if r.passed and agent.get(r.task_id))
-        only_agent = sum(1 for r in oneshot if not r.passed and agent.get(r.task_id))
-        only_oneshot = sum(1 for r in oneshot if r.passed and not agent.get(r.task_id))
+        common = [r for r in oneshot if r.task_id in agent]
         comparison = {
             "rows": len(oneshot),
             "oneshot_passed": sum(r.passed for r in oneshot),
-            "agent_heldout_passed": sum(1 for r in oneshot if agent.get(r.task_id)),
-            "both": both,
-            "agent_only": only_agent,
-            "oneshot_only": only_oneshot,
             "oneshot_extracted": sum(r.extracted for r in oneshot),
+            "rows_the_agent_ran": len(common),
+            "on_those_rows": {
+                "oneshot_passed": sum(r.passed for r in common),
+                "agent_heldout_passed": sum(agent[r.task_id] for r in common),
+                "both": sum(1 for r in common if r.passed and agent[r.task_id]),
+                "agent_only": sum(1 for r in common if not r.passed and agent[r.task_id]),
+                "oneshot_only": sum(1 for r in common if r.passed and not agent[r.task_id]),
+            },
         }
         data["oneshot"] = {
             "comparison": comparison,
@@ -230,7 +268,7 @@ def write_local_report(
             [
                 r.task_id,
                 r.passed,
-                bool(agent.get(r.task_id)),
+                agent.get(r.task_id, "not run yet"),
                 r.extracted,
                 r.input_tokens,
                 r.output_tokens,
