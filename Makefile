@@ -86,10 +86,11 @@ test-soak: setup browser model
 
 # The first real-model evaluation (issue 16): the 10-task set x 3, a seeded subset of
 # HumanEvalFix's odd-numbered rows (HEF=all for all 164), the one-shot baseline, and the
-# report in docs/results/. Hours on 2 cores: run it on a quiet machine.
+# report in docs/results/. Hours on 2 cores: run it on a quiet machine. It resumes:
+# running it again runs only what is missing (FRESH=1 starts over).
 HEF ?= 40
 eval-local: setup model
-	$(PY) -m sandbox_agent.evals.local --humanevalfix $(HEF)
+	$(PY) -m sandbox_agent.evals.local --humanevalfix $(HEF) $(if $(FRESH),--fresh)
 
 check: venv
 	.venv/bin/ruff check src tests benchmarks scripts
