@@ -114,6 +114,7 @@ def test_the_anthropic_provider_drives_a_real_run_against_the_local_server(
             price_per_mtok_out=0,
             max_output_tokens=256,
             ledger_path=str(ledger),
+            request_timeout_seconds=SHORT.max_wall_seconds,
         ),
         budgets=SHORT,
         trace_dir=tmp_path / "runs",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -20,6 +21,8 @@ class Answer(NamedTuple):
     body: dict[str, Any] | bytes
     """JSON-encoded when a mapping; sent as they are when bytes (a broken or hostile body)."""
     headers: dict[str, str] | None = None
+    delay_s: float = 0.0
+    """Seconds to think before answering (a slow model)."""
 
 
 class Received(NamedTuple):
@@ -51,15 +54,19 @@ class FakeModelServer:
                         if server.answers
                         else Answer(500, {"error": {"type": "script_exhausted"}})
                     )
+                time.sleep(answer.delay_s)
                 raw = answer.body
                 payload = raw if isinstance(raw, bytes) else json.dumps(raw).encode()
-                self.send_response(answer.status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(payload)))
-                for name, value in (answer.headers or {}).items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(payload)
+                try:
+                    self.send_response(answer.status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(payload)))
+                    for name, value in (answer.headers or {}).items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    self.close_connection = True  # the client gave up waiting
 
             def log_message(self, format: str, *args: Any) -> None:
                 """Quiet: the test asserts on ``received`` instead."""

@@ -215,3 +215,20 @@ def test_an_unreadable_answer_is_a_provider_failure_not_a_crash(
     (spend,) = Ledger(online).summary()
     assert (spend.open_reservations, spend.requests) == (0, 1)
     assert spend.settled_usd > 0  # maybe billed: settled at the reserved worst case
+
+
+def test_the_request_timeout_is_a_flag_for_slow_servers(
+    server: FakeModelServer, online: Path
+) -> None:
+    """A model on a busy CPU answered after the default 120 s: each attempt was cut and
+    started again, and the run ended before a turn (seen with the anthropic provider
+    against the local server). ``--request-timeout`` gives such a server its time."""
+    slow = Answer(*tool_reply("read_file", READ)[:2], delay_s=1.5)
+    server.answers.extend([slow, slow])
+    hasty = provider(server, online, request_timeout_seconds=0.3, max_calls=2)
+    with pytest.raises((InfrastructureError, BudgetExhausted)):
+        hasty.complete(request())
+    patient = provider(server, online, request_timeout_seconds=10)
+    server.answers.clear()
+    server.answers.append(slow)
+    assert json.loads(patient.complete(request()).text)["tool"] == "read_file"

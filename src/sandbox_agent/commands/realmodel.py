@@ -37,7 +37,14 @@ def add_real_model_arguments(parser: argparse.ArgumentParser) -> None:
         "--tool-protocol",
         choices=TOOL_PROTOCOLS,
         help="openai and local: how a tool call is asked for (default: required for the "
-        "official API and local, tools for other servers; docs/MODELS.md)",
+        "official API, json_schema for local, tools for other servers; docs/MODELS.md)",
+    )
+    real.add_argument(
+        "--request-timeout",
+        type=float,
+        metavar="S",
+        help="one model request's whole time, retried when cut (default 120 s, local 300 s; "
+        "a model on a busy CPU needs more)",
     )
 
 
@@ -62,4 +69,5 @@ def provider_options_from(args: argparse.Namespace, *, plan_path: str | None) ->
         max_tokens=args.max_tokens,
         experiment=args.experiment,
         tool_protocol=args.tool_protocol,
+        request_timeout_seconds=args.request_timeout,
     )

@@ -180,13 +180,14 @@ def create(options: ProviderOptions) -> Provider:
             price, or the ledger cannot be opened.
     """
     passed, meter = open_meter("anthropic", options)
-    transport = BoundedTransport()
+    timeout_s = options.request_timeout_seconds or DEFAULT_REQUEST_TIMEOUT_SECONDS
+    transport = BoundedTransport(total_seconds=timeout_s)
     client = anthropic.Anthropic(
         api_key=passed.api_key,
         http_client=bounded_client(transport),
         base_url=options.base_url,
         max_retries=0,
-        timeout=DEFAULT_REQUEST_TIMEOUT_SECONDS,
+        timeout=timeout_s,
     )
     return AnthropicProvider(
         client=client,

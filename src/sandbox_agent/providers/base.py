@@ -129,6 +129,10 @@ class ProviderOptions(BaseModel):
     """Real providers: requests per run, retries included (a default when None)."""
     max_tokens: int | None = None
     """Real providers: input plus output tokens per run (a default when None)."""
+    request_timeout_seconds: float | None = Field(None, gt=0, le=3600)
+    """Real providers: one HTTP request's whole time (``--request-timeout``); None: the
+    provider's default (120 s for a cloud API, 300 s for the local server). A model on a
+    busy CPU needs more: a request cut at its time-out is retried from the start."""
     tool_protocol: Literal["tools", "required", "json_schema", "text"] | None = None
     """``openai`` and ``local``: how a tool call is asked for (``providers.chat_protocol``);
     None: the provider's default."""

@@ -26,7 +26,6 @@ from sandbox_agent.localmodel import pins, process, server
 from sandbox_agent.providers.base import ModelReply, ModelRequest, Provider, ProviderOptions
 from sandbox_agent.providers.chat_protocol import ToolProtocol
 from sandbox_agent.providers.http import BoundedTransport, bounded_client
-from sandbox_agent.providers.metered import DEFAULT_REQUEST_TIMEOUT_SECONDS
 from sandbox_agent.providers.openai_compat import OpenAICompatProvider, default_classify
 
 DEFAULT_PROTOCOL: ToolProtocol = "json_schema"
@@ -92,13 +91,14 @@ def create(options: ProviderOptions) -> Provider:
         UsageError: the ledger cannot be opened.
     """
     record = server.ensure_running()
-    transport = BoundedTransport(total_seconds=REQUEST_TIMEOUT_SECONDS)
+    timeout_s = options.request_timeout_seconds or REQUEST_TIMEOUT_SECONDS
+    transport = BoundedTransport(total_seconds=timeout_s)
     client = openai.OpenAI(
         api_key=server.read_key(record),
         http_client=bounded_client(transport),
         base_url=f"{record.root}/v1",
         max_retries=0,
-        timeout=max(REQUEST_TIMEOUT_SECONDS, DEFAULT_REQUEST_TIMEOUT_SECONDS),
+        timeout=timeout_s,
     )
     client.organization = None
     client.project = None

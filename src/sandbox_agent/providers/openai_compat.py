@@ -204,13 +204,14 @@ def create(options: ProviderOptions) -> Provider:
             price, or the ledger cannot be opened.
     """
     passed, meter = open_meter("openai", options)
-    transport = BoundedTransport()
+    timeout_s = options.request_timeout_seconds or DEFAULT_REQUEST_TIMEOUT_SECONDS
+    transport = BoundedTransport(total_seconds=timeout_s)
     client = openai.OpenAI(
         api_key=passed.api_key,
         http_client=bounded_client(transport),
         base_url=options.base_url,
         max_retries=0,
-        timeout=DEFAULT_REQUEST_TIMEOUT_SECONDS,
+        timeout=timeout_s,
     )
     if options.base_url is not None:
         # The SDK reads OPENAI_ORG_ID and OPENAI_PROJECT_ID from the environment and sends
