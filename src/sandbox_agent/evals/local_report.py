@@ -238,6 +238,7 @@ def write_local_report(
         common = [r for r in oneshot if r.task_id in agent]
         comparison = {
             "rows": len(oneshot),
+            "rows_planned": len(subset),
             "oneshot_passed": sum(r.passed for r in oneshot),
             "oneshot_extracted": sum(r.extracted for r in oneshot),
             "rows_the_agent_ran": len(common),
@@ -254,7 +255,12 @@ def write_local_report(
             "runs": [r.model_dump(mode="json") for r in oneshot],
         }
         lines += [
-            "## One-shot baseline against the agent, same rows, same held-out check",
+            "## One-shot baseline against the agent, same rows, same held-out check"
+            + (
+                ""
+                if len(oneshot) >= len(subset)
+                else f" (partial: {len(oneshot)} of {len(subset)} rows, to be resumed)"
+            ),
             "",
             "The buggy module and its examples in one request, no tools; the fixed function "
             "appended to the module and judged out of process like an agent's final tree.",
