@@ -216,8 +216,7 @@ def write_local_report(
         f"- Budgets: `{json.dumps(budgets)}`",
         f"- HumanEvalFix rows: {split}. {SPLIT_NOTE}",
         f"- Time in runs (each run's own wall time, summed; a resumed evaluation spans "
-        f"sessions): agent {in_runs['agent_h']} h, one-shot {in_runs['oneshot_h']} h; "
-        f"the session that wrote this report: {wall_seconds / 3600:.2f} h",
+        f"sessions): agent {in_runs['agent_h']} h, one-shot {in_runs['oneshot_h']} h",
         f"- Speed (medians over every agent turn, from the server's own timings): "
         f"`{json.dumps(speed)}`",
         "",
