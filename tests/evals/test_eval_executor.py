@@ -321,3 +321,11 @@ def test_without_resume_an_old_journal_is_kept_aside(tmp_path: Path) -> None:
     assert len(kept) == 1
     assert (tmp_path / kept[0]).read_text().endswith("x\n")
     assert len((tmp_path / JOURNAL_FILE).read_text().splitlines()) == 1
+
+
+def test_a_harness_error_runs_again_on_resume(held_out: Path, tmp_path: Path) -> None:
+    crashed = run_all([case("crash", held_out)], EvalOptions(), backend_factory=FakeBackend,
+                      run_task=fake_run_task, journal=_journal(tmp_path, resume=False))  # fmt: skip
+    assert crashed[0].status == HARNESS_ERROR
+    resumed = _journal(tmp_path, resume=True)
+    assert resumed.finished(case("crash", held_out), 0) is None, "not a result: it runs again"

@@ -30,7 +30,7 @@ from sandbox_agent.evals.heldout import (
 )
 from sandbox_agent.evals.journal import Journal
 from sandbox_agent.evals.progress import ProgressBar
-from sandbox_agent.evals.records import Durations, RunRecord
+from sandbox_agent.evals.records import HARNESS_ERROR, Durations, RunRecord
 from sandbox_agent.evals.scoring import score_run
 from sandbox_agent.providers.base import ProviderOptions
 from sandbox_agent.sandbox.base import CancelToken, Runtime, SandboxBackend, SandboxLimits
@@ -39,7 +39,6 @@ DEFAULT_JOBS = 1
 MAX_JOBS = 32
 DEFAULT_REPEATS = 1
 MAX_REPEATS = 100
-HARNESS_ERROR = "HARNESS_ERROR"
 
 
 class RunTaskFn(Protocol):

@@ -7,7 +7,8 @@ not, provider, model, budgets, runtime, dependency options, repeats); each furth
 is one run: its key (task id, task version, repeat), the SHA-256 of the task's definition
 and the record. ``--resume`` refuses a journal written by another evaluation (one line
 that names what differs), and reuses a record only when its task's definition is the
-same. A line cut short by a stop mid-write is ignored: that run runs again.
+same and the run was not a harness error. A line cut short by a stop mid-write is
+ignored: that run runs again.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pydantic import ValidationError
 
 from sandbox_agent.errors import UsageError
 from sandbox_agent.evals.cases import EvalCase
-from sandbox_agent.evals.records import RunRecord
+from sandbox_agent.evals.records import HARNESS_ERROR, RunRecord
 
 JOURNAL_FILE = "runs.jsonl"
 JOURNAL_SCHEMA = 1
@@ -90,9 +91,10 @@ class Journal:
         return cls(results_dir, identity, resume=True)
 
     def finished(self, case: EvalCase, repeat: int) -> RunRecord | None:
-        """The journal's record of this run, when it has one for the same task definition."""
+        """The journal's record of this run, when it has one for the same task definition
+        that is a result (a ``HARNESS_ERROR`` runs again: it says nothing of the model)."""
         found = self._found.get(case_key(case, repeat))
-        if found is None or found[0] != task_sha256(case):
+        if found is None or found[0] != task_sha256(case) or found[1].status == HARNESS_ERROR:
             return None
         return found[1]
 

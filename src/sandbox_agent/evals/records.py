@@ -33,6 +33,10 @@ class HeldOutVerdict(BaseModel):
     another process (``evals.heldout``)."""
 
 
+HARNESS_ERROR = "HARNESS_ERROR"
+"""The status of a run the harness could not carry out or score (never a model result)."""
+
+
 class RunRecord(BaseModel):
     """One run of one task: configuration, evidence and verdict."""
 
