@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -329,3 +330,11 @@ def test_a_harness_error_runs_again_on_resume(held_out: Path, tmp_path: Path) ->
     assert crashed[0].status == HARNESS_ERROR
     resumed = _journal(tmp_path, resume=True)
     assert resumed.finished(case("crash", held_out), 0) is None, "not a result: it runs again"
+
+
+def test_journals_set_aside_in_the_same_second_are_all_kept(tmp_path: Path) -> None:
+    for _ in range(3):
+        _journal(tmp_path, resume=False)
+        os.utime(tmp_path / JOURNAL_FILE, (1_800_000_000, 1_800_000_000))
+    _journal(tmp_path, resume=False)
+    assert len(list(tmp_path.glob("runs-*.jsonl"))) == 3

@@ -70,9 +70,7 @@ class Journal:
             if resume:
                 self._read()
             else:
-                stamp = dt.datetime.fromtimestamp(self.path.stat().st_mtime, dt.UTC)
-                aside = self.path.with_name(f"runs-{stamp:%Y%m%dT%H%M%SZ}.jsonl")
-                os.replace(self.path, aside)
+                set_aside(self.path)
         if not self.path.exists() or self.path.stat().st_size == 0:
             self._write_line({"journal": JOURNAL_SCHEMA, "identity": self.identity})
 
@@ -152,6 +150,19 @@ class Journal:
                 self._found[key] = (str(entry["task_sha256"]), record)
             except (KeyError, TypeError, ValueError, ValidationError):
                 self.ignored += 1
+
+
+def set_aside(path: Path) -> Path:
+    """Keep ``path`` under a name of its own time (``runs-<UTC time>[-N].jsonl``), never
+    over another file; return the new name."""
+    stamp = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC)
+    for number in range(1000):
+        suffix = f"-{number}" if number else ""
+        aside = path.with_name(f"{path.stem}-{stamp:%Y%m%dT%H%M%SZ}{suffix}{path.suffix}")
+        if not aside.exists():
+            os.replace(path, aside)
+            return aside
+    raise UsageError(f"{path.parent} holds too many journals set aside: move some away")
 
 
 def _json(line: str) -> Any:

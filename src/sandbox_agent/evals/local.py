@@ -25,7 +25,6 @@ server slot), with the budgets named below and recorded in the report.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import random
 import sys
 import time
@@ -149,9 +148,10 @@ def _oneshot(rows: list[humanevalfix.Row], chosen: list[str], path: Path) -> Non
 
 def _set_aside(path: Path) -> None:
     """``--fresh``: keep an old journal under another name, never delete it."""
+    from sandbox_agent.evals.journal import set_aside
+
     if path.exists():
-        stamp = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC)
-        path.replace(path.with_name(f"{path.stem}-{stamp:%Y%m%dT%H%M%SZ}{path.suffix}"))
+        set_aside(path)
 
 
 def run(args: argparse.Namespace) -> int:
