@@ -32,7 +32,7 @@ def cli(*args: str, env: dict[str, str] | None = None, timeout: float = CLI_TIME
     )
 
 
-def start_cli(*args: str, log: Path) -> subprocess.Popen[bytes]:
+def start_cli(*args: str, log: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     """``sandbox-agent ARGS`` in the background, output to ``log``; SIGINT at its default."""
     with log.open("wb") as out:
         return subprocess.Popen(
@@ -40,6 +40,7 @@ def start_cli(*args: str, log: Path) -> subprocess.Popen[bytes]:
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
+            env={**os.environ, **(env or {})},
             # The suite may run with SIGINT ignored (a background shell): the CLI under
             # test must get Ctrl-C's default, as from a terminal.
             preexec_fn=_default_sigint,  # noqa: PLW1509 - a signal reset only
@@ -47,10 +48,12 @@ def start_cli(*args: str, log: Path) -> subprocess.Popen[bytes]:
 
 
 @contextlib.contextmanager
-def cli_in_background(*args: str, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+def cli_in_background(
+    *args: str, log: Path, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
     """``start_cli``, and whatever happens in the block, the process ended and reaped after
     it (Ctrl-C first, so a driver still running cancels its runs, then SIGKILL)."""
-    process = start_cli(*args, log=log)
+    process = start_cli(*args, log=log, env=env)
     try:
         yield process
     finally:

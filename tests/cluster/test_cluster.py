@@ -8,7 +8,6 @@ checks that no process of any node is left.
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
@@ -233,13 +232,11 @@ def test_serve_runs_queued_runs_on_the_cluster_with_live_progress_and_cancel(
     home = tmp_path / "home"
     log = tmp_path / "serve.log"
     env = {"SANDBOX_AGENT_HOME": str(home)}
-    with log.open("wb") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "sandbox_agent", "serve", "--ray", cluster.address,
-             "--port", "0", "--provider", "scripted", "--provider", "scripted-slow"],
-            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **env},
-        )  # fmt: skip
-    try:
+    with cli_in_background(
+        "serve", "--ray", cluster.address, "--port", "0",
+        "--provider", "scripted", "--provider", "scripted-slow",
+        log=log, env=env,
+    ):  # fmt: skip
         wait_for(lambda: "http://" in log.read_text(), 180, "the server's URL")
         url = re.search(r"http://[0-9.]+:\d+", log.read_text())[0]  # type: ignore[index]
         token = (home / "service" / "token").read_text().strip()
@@ -275,13 +272,6 @@ def test_serve_runs_queued_runs_on_the_cluster_with_live_progress_and_cancel(
         assert cancelled["status"] == "CANCELLED"
         assert cancelled["node"] is not None
         assert Path(cancelled["trace_path"]).is_file()
-    finally:
-        server.send_signal(signal.SIGINT)
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
 
 
 def _trace(url: str, token: str, run_id: str) -> list[str]:

@@ -102,12 +102,12 @@ class Journal:
 
     def append(self, case: EvalCase, record: RunRecord) -> None:
         """Add one finished run (flushed and synced before it returns)."""
-        key = case_key(case, record.repeat)
-        self._found[key] = (task_sha256(case), record)
+        key, digest = case_key(case, record.repeat), task_sha256(case)
+        self._found[key] = (digest, record)
         self._write_line(
             {
                 "key": list(key),
-                "task_sha256": task_sha256(case),
+                "task_sha256": digest,
                 "record": record.model_dump(mode="json"),
             }
         )

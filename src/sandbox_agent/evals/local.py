@@ -31,8 +31,9 @@ import time
 from pathlib import Path
 
 from sandbox_agent.evals import humanevalfix
+from sandbox_agent.evals.journal import set_aside
 from sandbox_agent.evals.oneshot import MAX_OUTPUT_TOKENS as ONESHOT_MAX_OUTPUT_TOKENS
-from sandbox_agent.evals.oneshot import Complete, Completion
+from sandbox_agent.evals.oneshot import ONESHOT_FILE, Complete, Completion, load_records
 from sandbox_agent.settings import PROJECT_ROOT
 
 SUBSET_SEED = 20261202
@@ -45,7 +46,6 @@ MAX_ITERATIONS_HUMANEVALFIX = 12
 REPORT_DIR = PROJECT_ROOT / "docs" / "results"
 RESULTS_DIR = PROJECT_ROOT / "results" / "eval-local"
 """Where the runs go by default: one fixed folder, so running again resumes."""
-ONESHOT_FILE = "oneshot.jsonl"
 
 
 def odd_subset(task_ids: list[str], size: int, seed: int = SUBSET_SEED) -> list[str]:
@@ -108,17 +108,7 @@ def local_completer() -> Complete:
 
 def oneshot_done(path: Path) -> set[str]:
     """Rows whose one-shot record ``path`` already holds (a line cut short is not one)."""
-    from sandbox_agent.evals.oneshot import OneShotRecord
-
-    done: set[str] = set()
-    if not path.is_file():
-        return done
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            done.add(OneShotRecord.model_validate_json(line).task_id)
-        except ValueError:
-            continue
-    return done
+    return {record.task_id for record in load_records(path)}
 
 
 def _oneshot(rows: list[humanevalfix.Row], chosen: list[str], path: Path) -> None:
@@ -144,14 +134,6 @@ def _oneshot(rows: list[humanevalfix.Row], chosen: list[str], path: Path) -> Non
             print(f"oneshot {number}/{len(chosen)} {task_id}: {verdict}", file=sys.stderr)
     finally:
         backend.close()
-
-
-def _set_aside(path: Path) -> None:
-    """``--fresh``: keep an old journal under another name, never delete it."""
-    from sandbox_agent.evals.journal import set_aside
-
-    if path.exists():
-        set_aside(path)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -187,8 +169,8 @@ def run(args: argparse.Namespace) -> int:
         )
 
     resume = [] if args.fresh else ["--resume"]
-    if args.fresh:
-        _set_aside(results / ONESHOT_FILE)
+    if args.fresh and (results / ONESHOT_FILE).exists():
+        set_aside(results / ONESHOT_FILE)  # kept under another name, never deleted
     if not args.skip_agent:
         fixtures = ["--suite", "fixtures", "--repeats", str(args.repeats)]
         _eval(["eval", "--provider", "local", *fixtures, *budget, *resume, "--results-dir",

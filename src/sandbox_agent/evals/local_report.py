@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from sandbox_agent.evals.journal import JOURNAL_FILE, Journal
-from sandbox_agent.evals.oneshot import OneShotRecord
+from sandbox_agent.evals.oneshot import ONESHOT_FILE, load_records
 from sandbox_agent.evals.records import RunRecord
 from sandbox_agent.evals.report import EvalReport, _text
 from sandbox_agent.evals.tasks import load_task_file
@@ -45,19 +45,6 @@ def _load_stage(folder: Path) -> Stage | None:
         return None
     runs = Journal.existing(folder).records()
     return Stage(runs, False) if runs else None
-
-
-def load_oneshot(path: Path) -> list[OneShotRecord]:
-    """The one-shot records ``path`` (JSON lines) holds; a line cut short is skipped."""
-    if not path.is_file():
-        return []
-    found: list[OneShotRecord] = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            found.append(OneShotRecord.model_validate_json(line))
-        except ValueError:
-            continue
-    return found
 
 
 def _per_turn(record: RunRecord) -> float:
@@ -177,7 +164,7 @@ def write_local_report(
     """Write ``<date>-local-<model>.md`` and ``.json`` into ``report_dir``."""
     fixtures = _load_stage(results / "fixtures")
     hef = _load_stage(results / "humanevalfix")
-    oneshot = load_oneshot(results / "oneshot.jsonl")
+    oneshot = load_records(results / ONESHOT_FILE)
     server = _server()
     speed = _speed([r for stage in (fixtures, hef) if stage for r in stage.runs])
     fixture_tasks = len(load_task_file().tasks)

@@ -60,6 +60,23 @@ class OneShotRecord(BaseModel):
     error: str | None = None
 
 
+ONESHOT_FILE = "oneshot.jsonl"
+"""The one-shot records of an evaluation, one JSON line each, appended as they come."""
+
+
+def load_records(path: Path) -> list[OneShotRecord]:
+    """The one-shot records ``path`` holds; a line cut short by a stop is skipped."""
+    if not path.is_file():
+        return []
+    found: list[OneShotRecord] = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            found.append(OneShotRecord.model_validate_json(line))
+        except ValueError:
+            continue
+    return found
+
+
 def prompt(row: humanevalfix.Row) -> str:
     """The user message: the module and its examples, and what to answer."""
     return (
