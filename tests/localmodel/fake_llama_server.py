@@ -1,11 +1,14 @@
 """A stand-in for ``llama-server``: parses the flags the project passes, then behaves as
 the ``mode`` file beside it says: ``ok`` (healthy, checks the key), ``exit`` (dies at
-start with an error line), ``loading`` (503 for ever)."""
+start with an error line), ``silent-crash`` (dies of SIGILL before writing a byte, as a
+binary built for another CPU does), ``loading`` (503 for ever)."""
 
 from __future__ import annotations
 
 import http.server
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -16,6 +19,9 @@ def main(argv: list[str]) -> int:
         print("version: 0 (fake)", file=sys.stderr)
         return 0
     mode = (Path(__file__).parent / "mode").read_text().strip()
+    if mode == "silent-crash":
+        signal.signal(signal.SIGILL, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGILL)
     print(f"fake llama-server starting: {json.dumps(argv)}", flush=True)
     if mode == "exit":
         print("error: failed to load model", flush=True)

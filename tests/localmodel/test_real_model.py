@@ -151,6 +151,7 @@ def test_a_server_that_dies_mid_run_ends_it_with_a_provider_error(
     (failure,) = [e for e in seen if e["event"] == "provider_error"]
     assert failure["diagnostics"]["server_pid"] == record.pid
     assert failure["diagnostics"]["log_tail"], "the server's last log lines are kept"
+    assert failure["diagnostics"]["ended"] == "killed by signal 9 (SIGKILL)"
 
 
 def test_a_history_that_outgrows_a_small_context_is_fitted_not_refused(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import os
 import socket
 import stat
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -122,11 +123,38 @@ def test_a_busy_port_is_one_line_and_starts_nothing(installed: Path) -> None:
 
 def test_a_server_that_dies_at_start_says_why_and_leaves_nothing(installed: Path) -> None:
     set_mode(installed, "exit")
-    with pytest.raises(SetupError, match="exited at start \\(last log line: error: failed") as e:
+    with pytest.raises(
+        SetupError, match="exited at start \\(exit status 1; last log line: error: failed"
+    ) as e:
         server.ensure_running()
     assert "\n" not in str(e.value)
     assert server.read_record() is None
     assert not (paths.server_dir() / server.KEY_FILE).exists()
+
+
+def test_a_server_that_dies_without_a_word_still_says_how(installed: Path) -> None:
+    # A server that dies before writing a byte (SIGILL from a build for another CPU, a kill
+    # from outside) left "last log line: no output" and nothing to go on: its waiter says.
+    set_mode(installed, "silent-crash")
+    with pytest.raises(SetupError) as e:
+        server.ensure_running()
+    assert "exited at start (killed by signal 4 (SIGILL); last log line: no output)" in str(e.value)
+    log = (paths.server_dir() / server.LOG_FILE).read_text()
+    assert log.splitlines()[-1] == f"{process.ENDED_MARK} killed by signal 4 (SIGILL)"
+
+
+def test_a_stopped_server_leaves_its_waiter_gone_and_says_so(installed: Path) -> None:
+    record = server.ensure_running()
+    waiter = int(Path(f"/proc/{record.pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    assert process.command_line(waiter) is not None  # the server's parent, not us
+    assert waiter != os.getpid()
+    server.stop()
+    assert process.wait_ended(Path(record.log_file)) == "killed by signal 15 (SIGTERM)"
+    for _ in range(100):
+        if process.command_line(waiter) is None:
+            break
+        time.sleep(0.05)
+    assert process.command_line(waiter) is None
 
 
 def test_a_server_never_ready_is_stopped_at_the_deadline(installed: Path) -> None:

@@ -1,11 +1,16 @@
 """The server process: started detached, recognised by its command line, stopped as a group.
 
-The server is started through a tiny launcher process that starts it in a new session
-and exits at once, so the server is nobody's child here: it outlives the command that
-started it (it stays warm for the next run), and no zombie is left when it dies under
-a long-lived ``serve``. It gets an empty environment: ``llama-server`` reads
-``LLAMA_ARG_*`` variables, and one such as ``LLAMA_ARG_HOST`` or ``LLAMA_ARG_TOOLS``
-in the caller's environment would change what it exposes.
+The server is started through a tiny launcher that forks a *waiter* in a new session
+and exits as soon as the waiter says the server runs. So the server is nobody's child
+here: it outlives the command that started it (it stays warm for the next run), and no
+zombie is left when it dies under a long-lived ``serve``. The waiter is the server's
+parent: it reaps it and appends how it ended (``exit status 1``, ``killed by signal 4
+(SIGILL)``) to the log as one ``ENDED_MARK`` line, which a server that dies before
+writing anything would otherwise not say. The server leads a process group of its own
+(what ``stop_group`` signals); the waiter is outside it and ends after it. The server
+gets an empty environment: ``llama-server`` reads ``LLAMA_ARG_*`` variables, and one
+such as ``LLAMA_ARG_HOST`` or ``LLAMA_ARG_TOOLS`` in the caller's environment would
+change what it exposes.
 """
 
 from __future__ import annotations
@@ -28,25 +33,56 @@ LOOPBACK = "127.0.0.1"
 HEALTH_POLL_SECONDS = 0.25
 STOP_GRACE_SECONDS = 10.0
 LOG_TAIL_LINES = 5
+ENDED_WAIT_SECONDS = 2.0
+"""How long a dead server's waiter gets to log how it ended."""
+
+ENDED_MARK = "[sandbox-agent] llama-server ended:"
+"""The waiter's last line in the log, followed by how the server ended."""
 
 _LAUNCHER = """
-import subprocess, sys
-argv, log = sys.argv[2:], sys.argv[1]
-with open(log, "ab") as out:
-    child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                             env={}, start_new_session=True, close_fds=True)
-print(child.pid)
+import os, signal, subprocess, sys
+log, mark, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
+read_end, write_end = os.pipe()
+if os.fork():
+    os.close(write_end)
+    with os.fdopen(read_end) as said:
+        word = said.read()
+    if not word.isdigit():
+        print(word or 'the waiter died', file=sys.stderr)
+        sys.exit(1)
+    print(word)
+    sys.exit(0)
+os.close(read_end)
+os.setsid()
+null = os.open(os.devnull, os.O_RDWR)
+for fd in (0, 1, 2):
+    os.dup2(null, fd)
+try:
+    with open(log, 'ab') as out:
+        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                 env={}, process_group=0, close_fds=True)
+except OSError as error:
+    os.write(write_end, (error.strerror or str(error)).encode())
+    os._exit(1)
+os.write(write_end, str(child.pid).encode())
+os.close(write_end)
+code = child.wait()
+how = 'exit status %d' % code if code >= 0 else 'killed by signal %d (%s)' % (
+    -code, signal.Signals(-code).name if -code in signal.valid_signals() else '?')
+with open(log, 'a') as out:
+    out.write('%s %s\\n' % (mark, how))
+os._exit(0)
 """
 
 
 def spawn_detached(argv: Sequence[str], log: Path) -> int:
-    """Start ``argv`` in its own session, output appended to ``log``; its pid.
+    """Start ``argv`` under a detached waiter, output appended to ``log``; its pid.
 
     Raises:
         OSError: the launcher could not start the program.
     """
     done = subprocess.run(
-        [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(log), *argv],
+        [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(log), ENDED_MARK, *argv],
         capture_output=True,
         text=True,
         timeout=30,
@@ -132,14 +168,39 @@ def wait_healthy(base: str, alive: Callable[[], bool], deadline: float) -> str:
     return "timeout"
 
 
+def how_it_ended(log: Path) -> str | None:
+    """How the server ended, as its waiter logged it (``exit status 1``), if it has."""
+    for line in reversed(_tail_text(log).splitlines()):
+        if line.startswith(ENDED_MARK):
+            return line.removeprefix(ENDED_MARK).strip()[:100]
+    return None
+
+
+def wait_ended(log: Path, *, within: float = ENDED_WAIT_SECONDS) -> str | None:
+    """``how_it_ended``, given the waiter ``within`` seconds to write it."""
+    deadline = time.monotonic() + within
+    while (ended := how_it_ended(log)) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return ended
+
+
 def log_tail(log: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
-    """The last non-empty lines of the server's log, each cut to 300 characters."""
+    """The last non-empty lines the server wrote to its log, each cut to 300 characters
+    (the waiter's ``ENDED_MARK`` line left out: ``how_it_ended`` reads it)."""
+    text = _tail_text(log)
+    kept = [
+        line.strip()[:300]
+        for line in text.splitlines()
+        if line.strip() and not line.startswith(ENDED_MARK)
+    ]
+    return kept[-lines:]
+
+
+def _tail_text(log: Path) -> str:
     try:
         with log.open("rb") as handle:
             handle.seek(0, os.SEEK_END)
             handle.seek(max(0, handle.tell() - 16384))
-            text = handle.read().decode(errors="replace")
+            return handle.read().decode(errors="replace")
     except OSError:
-        return []
-    kept = [line.strip()[:300] for line in text.splitlines() if line.strip()]
-    return kept[-lines:]
+        return ""

@@ -261,7 +261,10 @@ def _start(settings: ServerSettings, previous: ServerRecord | None) -> ServerRec
                 f"the model server was not ready within {settings.start_timeout_seconds:g} s "
                 f"(stopped; last log line: {last}); see {log}"
             )
-        raise SetupError(f"the model server exited at start (last log line: {last}); see {log}")
+        ended = process.wait_ended(log) or "how, unknown"
+        raise SetupError(
+            f"the model server exited at start ({ended}; last log line: {last}); see {log}"
+        )
     raise AssertionError("unreachable")  # pragma: no cover
 
 

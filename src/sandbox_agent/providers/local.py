@@ -57,7 +57,8 @@ class LocalProvider(OpenAICompatProvider, Provider):
 
         Raises:
             BudgetExhausted: a call or token budget would be exceeded by this request.
-            ModelServerGone: the server process died; its last log lines are attached.
+            ModelServerGone: the server process died; how it ended and its last log lines
+                are attached.
             InfrastructureError: the server failed the request, after retries.
         """
         try:
@@ -70,6 +71,7 @@ class LocalProvider(OpenAICompatProvider, Provider):
                 diagnostics={
                     "server_pid": self._record.pid,
                     "log_file": self._record.log_file,
+                    "ended": process.wait_ended(Path(self._record.log_file)),
                     "log_tail": process.log_tail(Path(self._record.log_file)),
                 },
             ) from None
