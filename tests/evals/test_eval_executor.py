@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import hashlib
 import io
 import json
 import os
@@ -12,7 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from sandbox_agent.cli import main
 from sandbox_agent.controller.models import (
     BudgetUsed,
     FinalTests,
@@ -22,12 +26,20 @@ from sandbox_agent.controller.models import (
     ToolCallRecord,
 )
 from sandbox_agent.errors import UsageError
+from sandbox_agent.evals.audit import verify_results
 from sandbox_agent.evals.cases import EvalCase
 from sandbox_agent.evals.executor import HARNESS_ERROR, EvalOptions, run_all
 from sandbox_agent.evals.journal import JOURNAL_FILE, Journal
 from sandbox_agent.evals.progress import ProgressBar
-from sandbox_agent.evals.report import HARNESS_NOTICE, make_report, to_markdown, write_report
+from sandbox_agent.evals.report import (
+    HARNESS_NOTICE,
+    EvalReport,
+    make_report,
+    to_markdown,
+    write_report,
+)
 from sandbox_agent.evals.tasks import HeldOut, Task
+from sandbox_agent.evidence import seal_run
 from sandbox_agent.sandbox.base import (
     JUDGE_ARGV,
     CancelToken,
@@ -243,9 +255,18 @@ def test_reports(held_out: Path, tmp_path: Path) -> None:
     assert "not model results" not in real.notice
 
 
+KEY = Ed25519PrivateKey.generate()
+
+
 def _journal(results: Path, *, resume: bool, identity: dict[str, object] | None = None) -> Journal:
+    """A journal whose records need no run folder: these fake runs leave none (what a run
+    folder must hold for a record to be reused is tests/evals/test_journal_trust.py's)."""
     return Journal(
-        results, identity or {"suite": "fixtures", "provider": "scripted"}, resume=resume
+        results,
+        identity or {"suite": "fixtures", "provider": "scripted"},
+        resume=resume,
+        signing_key=KEY,
+        check_run=lambda record: None,
     )
 
 
@@ -338,3 +359,257 @@ def test_journals_set_aside_in_the_same_second_are_all_kept(tmp_path: Path) -> N
         os.utime(tmp_path / JOURNAL_FILE, (1_800_000_000, 1_800_000_000))
     _journal(tmp_path, resume=False)
     assert len(list(tmp_path.glob("runs-*.jsonl"))) == 3
+
+
+# The journal's trust (SR-10 R1-R5): a record is reused only when its signed line and its
+# sealed run folder both back it. ---------------------------------------------------------
+
+
+def sealing_run_task(config: RunConfig, **kwargs: object) -> RunResult:
+    """``fake_run_task``, leaving a run folder sealed with this host's key, as the
+    controller does (a one-event trace, the result, the diff, evidence.json)."""
+    result = fake_run_task(config, **kwargs)  # type: ignore[arg-type]
+    assert config.trace_dir is not None
+    run_dir = config.trace_dir / result.run_id
+    run_dir.mkdir(parents=True)
+    line = json.dumps(
+        {
+            "schema": 1,
+            "run_id": result.run_id,
+            "seq": 0,
+            "time": "2026-12-02T00:00:00+00:00",
+            "event": "run_ended",
+            "prev_sha256": "0" * 64,
+        }
+    ).encode()
+    (run_dir / "trace.jsonl").write_bytes(line + b"\n")
+    result = result.model_copy(update={"trace_path": str(run_dir / "trace.jsonl")})
+    data = result.model_dump(mode="json")
+    (run_dir / "result.json").write_text(json.dumps(data))
+    (run_dir / "diff.patch").write_text(result.diff)
+    seal_run(
+        run_dir,
+        {
+            "result": data,
+            "fixture_sha256_before": "abc",
+            "fixture_sha256_after": "abc",
+            "diff_sha256": hashlib.sha256(result.diff.encode()).hexdigest(),
+            "image_id": "sha256:" + "ab" * 32,
+            "spec_sha256s": [],
+            "attestation_sha256s": [],
+            "exit_report_sha256s": [],
+            "trace_head_sha256": hashlib.sha256(line).hexdigest(),
+            "source_path": str(config.trace_dir / "gone"),
+        },
+    )
+    return result
+
+
+IDENTITY: dict[str, object] = {"suite": "fixtures", "control": False}
+
+
+@pytest.fixture
+def sealed_eval(held_out: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An evaluation of a passing and a failing task whose runs left sealed folders."""
+    monkeypatch.setenv("SANDBOX_AGENT_HOME", str(tmp_path / "state"))
+    results = tmp_path / "results"
+    journal = Journal(results, IDENTITY, resume=False)
+    run_all([case("good", held_out), case("bad", held_out)],
+            EvalOptions(trace_dir=results / "traces"), backend_factory=FakeBackend,
+            run_task=sealing_run_task, journal=journal)  # fmt: skip
+    return results
+
+
+def lines(results: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in (results / JOURNAL_FILE).read_text().splitlines()]
+
+
+def write_lines(results: Path, entries: list[dict[str, object]]) -> None:
+    (results / JOURNAL_FILE).write_text("".join(json.dumps(e) + "\n" for e in entries))
+
+
+def reused(results: Path, held_out: Path, identity: dict[str, object] = IDENTITY) -> list[str]:
+    journal = Journal(results, identity, resume=True)
+    return [
+        name for name in ("good", "bad") if journal.finished(case(name, held_out), 0) is not None
+    ]
+
+
+def test_r0_an_untouched_journal_is_reused_whole(sealed_eval: Path, held_out: Path) -> None:
+    assert reused(sealed_eval, held_out) == ["good", "bad"]
+
+
+def test_r1_a_record_edited_into_a_pass_runs_again(sealed_eval: Path, held_out: Path) -> None:
+    # SR-10 R1 (B1, V2): the failing run's line, edited to passed, made a control 2/2.
+    entries = lines(sealed_eval)
+    record = entries[2]["record"]
+    assert isinstance(record, dict)
+    assert record["task_id"] == "task-bad"
+    record.update(passed=True, status="SUCCEEDED")
+    write_lines(sealed_eval, entries)
+    journal = Journal(sealed_eval, IDENTITY, resume=True)
+    assert journal.finished(case("bad", held_out), 0) is None
+    assert journal.finished(case("good", held_out), 0) is not None
+    assert any("signature does not hold" in why for why in journal.not_reused)
+
+
+def test_r1_a_passing_line_pasted_under_another_key_runs_again(
+    sealed_eval: Path, held_out: Path
+) -> None:
+    # SR-10 R1 (V13): the passing line copied under the failing task's key counted twice.
+    entries = lines(sealed_eval)
+    forged = json.loads(json.dumps(entries[1]))
+    forged["key"] = entries[2]["key"]
+    forged["task_sha256"] = entries[2]["task_sha256"]
+    write_lines(sealed_eval, [entries[0], entries[1], forged])
+    assert reused(sealed_eval, held_out) == ["good"]
+
+
+def test_r1_a_record_of_another_evaluation_runs_again(
+    sealed_eval: Path, held_out: Path, tmp_path: Path
+) -> None:
+    # SR-10 R1 (V17): a reference run's line carried into a control journal counted as a
+    # pass there. Both journals are this host's, so only the identity tells them apart.
+    control = {**IDENTITY, "control": True}
+    other = tmp_path / "control"
+    Journal(other, control, resume=False)
+    reference = lines(sealed_eval)
+    write_lines(other, [lines(other)[0], *reference[1:]])
+    assert reused(other, held_out, control) == []
+
+
+def test_r1_a_record_whose_run_folder_is_gone_or_changed_runs_again(
+    sealed_eval: Path, held_out: Path
+) -> None:
+    # SR-10 R1 (V3): with traces/ deleted, the records were still reused.
+    good = Path(str(lines(sealed_eval)[1]["record"]["trace_path"])).parent  # type: ignore[index]
+    (good / "result.json").write_text((good / "result.json").read_text().replace("SUCC", "succ"))
+    bad = Path(str(lines(sealed_eval)[2]["record"]["trace_path"])).parent  # type: ignore[index]
+    for item in bad.iterdir():
+        item.unlink()
+    bad.rmdir()
+    journal = Journal(sealed_eval, IDENTITY, resume=True)
+    assert journal.finished(case("good", held_out), 0) is None
+    assert journal.finished(case("bad", held_out), 0) is None
+    assert sorted(journal.not_reused.values()) == [1, 1]
+    assert all("does not verify" in why for why in journal.not_reused)
+
+
+def test_r2_a_record_after_a_line_cut_short_is_kept(sealed_eval: Path, held_out: Path) -> None:
+    # SR-10 R2 (M4): the next record was glued to the cut line and lost at the next resume.
+    path = sealed_eval / JOURNAL_FILE
+    entries = path.read_text().splitlines()
+    path.write_text(entries[0] + "\n" + entries[1] + "\n" + entries[2][:40])
+    journal = Journal(sealed_eval, IDENTITY, resume=True)
+    assert journal.finished(case("bad", held_out), 0) is None
+    run_all([case("bad", held_out)], EvalOptions(trace_dir=sealed_eval / "traces"),
+            backend_factory=FakeBackend, run_task=sealing_run_task, journal=journal)  # fmt: skip
+    assert reused(sealed_eval, held_out) == ["good", "bad"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["[" * 100_000 + "]" * 100_000, '{"key": ["task-bad", Infinity, 0], "record": {}}', "\udce9"],
+)
+def test_r3_a_line_no_parser_likes_is_ignored_not_a_crash(
+    sealed_eval: Path, held_out: Path, line: str
+) -> None:
+    # SR-10 R3 (V5, V6): a RecursionError or an OverflowError ended the eval in a traceback.
+    with (sealed_eval / JOURNAL_FILE).open("a", encoding="utf-8", errors="surrogateescape") as f:
+        f.write(line + "\n")
+    journal = Journal(sealed_eval, IDENTITY, resume=True)
+    assert journal.ignored == 1
+    assert journal.finished(case("good", held_out), 0) is not None
+
+
+def test_r4_links_and_odd_files_are_one_line_and_write_nothing_elsewhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SR-10 R4 (V7, V8, V9, afile): a dangling runs.jsonl link made a journal outside the
+    # folder; a report.json link wrote the report over its target; a folder or a file where
+    # a journal or the results folder should be was a traceback.
+    monkeypatch.setenv("SANDBOX_AGENT_HOME", str(tmp_path / "state"))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / JOURNAL_FILE).symlink_to(outside / "created.jsonl")
+    with pytest.raises(UsageError, match="is not a plain file"):
+        Journal(linked, IDENTITY, resume=False)
+    assert not (outside / "created.jsonl").exists()
+    folder = tmp_path / "folder"
+    (folder / JOURNAL_FILE).mkdir(parents=True)
+    with pytest.raises(UsageError, match="is not a plain file"):
+        Journal(folder, IDENTITY, resume=True)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    with pytest.raises(UsageError, match=r"cannot use .* as the results folder"):
+        Journal(a_file, IDENTITY, resume=False)
+    victim = outside / "victim.txt"
+    victim.write_text("mine")
+    (linked / "report.json").symlink_to(victim)
+    report = make_report([], suite="fixtures", provider="scripted", model="m", runtime="runc",
+                         jobs=1, repeats=1, control=False, started_at=dt.datetime.now(dt.UTC),
+                         wall_seconds=0.0)  # fmt: skip
+    write_report(report, linked)
+    assert victim.read_text() == "mine"
+    assert not (linked / "report.json").is_symlink()
+
+
+# verify RESULTS_DIR (SR-10 R5): what a reviewer handed the folder can check. -------------
+
+
+def reported(results: Path, held_out: Path) -> EvalReport:
+    """The report the harness would write for ``sealed_eval``'s runs, written."""
+    journal = Journal(results, IDENTITY, resume=True)
+    records = [journal.finished(case(name, held_out), 0) for name in ("good", "bad")]
+    report = make_report([r for r in records if r is not None], suite="fixtures",
+                         provider="scripted", model="", runtime="runc", jobs=1, repeats=1,
+                         control=False, started_at=dt.datetime.now(dt.UTC),
+                         wall_seconds=1.0)  # fmt: skip
+    write_report(report, results)
+    return report
+
+
+def failed_checks(results: Path, **kwargs: object) -> dict[str, str]:
+    return {c.name: c.detail for c in verify_results(results, **kwargs) if not c.ok}  # type: ignore[arg-type]
+
+
+def test_r5_an_honest_results_folder_verifies(sealed_eval: Path, held_out: Path) -> None:
+    reported(sealed_eval, held_out)
+    assert failed_checks(sealed_eval) == {}
+    assert main(["verify", str(sealed_eval)]) == 0
+
+
+def test_r5_a_report_edited_or_padded_is_not_verified(sealed_eval: Path, held_out: Path) -> None:
+    report = reported(sealed_eval, held_out)
+    flipped = report.runs[1].model_copy(update={"passed": True})
+    write_report(report.model_copy(update={"runs": [report.runs[0], flipped]}), sealed_eval)
+    assert "differs from its signed line" in failed_checks(sealed_eval)["runs"]
+    twice = report.model_copy(update={"runs": [report.runs[0], report.runs[0]]})
+    write_report(twice, sealed_eval)
+    assert "counted twice" in failed_checks(sealed_eval)["runs"]
+    more = report.summary.model_copy(update={"passed": 2})
+    write_report(report.model_copy(update={"summary": more}), sealed_eval)
+    assert set(failed_checks(sealed_eval)) == {"summary"}
+    assert main(["verify", str(sealed_eval)]) == 1
+
+
+def test_r5_a_journal_or_run_folder_changed_is_not_verified(
+    sealed_eval: Path, held_out: Path, tmp_path: Path
+) -> None:
+    reported(sealed_eval, held_out)
+    entries = lines(sealed_eval)
+    record = entries[2]["record"]
+    assert isinstance(record, dict)
+    record["passed"] = True
+    write_lines(sealed_eval, entries)
+    assert "no signed line" in failed_checks(sealed_eval)["runs"]
+    other = Ed25519PrivateKey.generate().public_key()
+    assert "2 of 2 not backed" in failed_checks(sealed_eval, public_key=other)["runs"]
+
+
+def test_r5_a_run_folder_gone_is_not_verified(sealed_eval: Path, held_out: Path) -> None:
+    report = reported(sealed_eval, held_out)
+    (Path(report.runs[0].trace_path).parent / "evidence.json").unlink()
+    assert "does not verify" in failed_checks(sealed_eval)["runs"]

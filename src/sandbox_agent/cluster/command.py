@@ -11,41 +11,36 @@ from sandbox_agent.cluster.evals import ClusterEval, ClusterOptions, HeadLost, r
 from sandbox_agent.cluster.report import ClusterReport
 from sandbox_agent.evals.cases import EvalCase
 from sandbox_agent.evals.executor import EvalOptions
+from sandbox_agent.evals.journal import NODE_KEYS_DIR, Journal
 from sandbox_agent.evals.progress import ProgressBar
 from sandbox_agent.evals.records import RunRecord
-
-RUNS_SO_FAR = "runs.jsonl"
-"""One record per line, appended as each run comes back (kept whatever happens next)."""
 
 
 def run_on_cluster(
     args: argparse.Namespace,
     cases: Sequence[EvalCase],
     options: EvalOptions,
-    results: Path,
+    journal: Journal,
     progress: ProgressBar,
 ) -> ClusterEval:
     """Run the evaluation on the cluster ``args.ray``; a lost head ends it early, with
-    every finished record kept and ``report.error`` set.
+    every finished record kept (in ``journal``, as each comes back) and ``report.error`` set.
 
     Raises:
         SetupError: no cluster answers, or no node can run the runtime.
         UsageError: a case cannot run.
     """
-    results.mkdir(parents=True, exist_ok=True)
-    so_far = results / RUNS_SO_FAR
-    so_far.write_text("", encoding="utf-8")
+    by_task = {(case.task.id, case.task.version): case for case in cases}
 
     def keep(record: RunRecord) -> None:
-        with so_far.open("a", encoding="utf-8") as handle:
-            handle.write(record.model_dump_json() + "\n")
+        journal.append(by_task[record.task_id, record.task_version], record)
 
     cluster = ClusterOptions(address=args.ray, retry_lost=args.retry_lost)
     try:
         outcome = run_all_ray(cases, options, cluster, progress=progress, on_record=keep)
     except HeadLost as lost:
         outcome = ClusterEval(records=lost.records, report=lost.report)
-    write_node_keys(outcome.report, results / "nodes")
+    write_node_keys(outcome.report, journal.path.parent / NODE_KEYS_DIR)
     return outcome
 
 

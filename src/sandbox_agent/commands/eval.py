@@ -120,14 +120,25 @@ def _reap_once() -> None:
     then skips its own first-use reap, which would repeat the work per thread)."""
     import sys
 
+    import docker.errors
+    import requests.exceptions
+
+    from sandbox_agent.errors import SetupError
     from sandbox_agent.sandbox.docker_backend import DockerBackend
 
-    backend = DockerBackend(reap_on_first_use=False)
     try:
-        for line in backend.reap():
-            print(f"reap: {line}", file=sys.stderr)
-    finally:
-        backend.close()
+        backend = DockerBackend(reap_on_first_use=False)
+        try:
+            lines = backend.reap()
+        finally:
+            backend.close()
+    except (docker.errors.DockerException, requests.exceptions.RequestException) as error:
+        first = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
+        raise SetupError(
+            f"Docker does not answer ({first}): start it ('make docker'), or check DOCKER_HOST"
+        ) from None
+    for line in lines:
+        print(f"reap: {line}", file=sys.stderr)
 
 
 def _run_cases(
@@ -138,7 +149,7 @@ def _run_cases(
         return _run_locally(cases, options, progress, _journal(args, options, results)), None
     from sandbox_agent.cluster.command import run_on_cluster
 
-    outcome = run_on_cluster(args, cases, options, results, progress)
+    outcome = run_on_cluster(args, cases, options, _journal(args, options, results), progress)
     return outcome.records, outcome.report
 
 

@@ -1,4 +1,8 @@
-"""`sandbox-agent verify RUN_DIR`: check a run's sealed evidence; exit 0 only when all holds."""
+"""`sandbox-agent verify RUN_DIR`: check a run's sealed evidence; exit 0 only when all holds.
+
+Given an evaluation's results folder (it holds ``runs.jsonl``), it checks the evaluation
+instead: every run the report counts is backed by a signed journal line and a verifying
+run folder, and the summary is the one its runs give (``evals.audit``)."""
 
 from __future__ import annotations
 
@@ -6,12 +10,20 @@ import argparse
 import json
 from pathlib import Path
 
-HELP = "check a run's signed evidence, trace hash chain, result, diff and fixture hash"
+HELP = (
+    "check a run's signed evidence, trace hash chain, result, diff and fixture hash "
+    "(or, given an evaluation's results folder, every run its report counts)"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of ``verify``."""
-    parser.add_argument("run_dir", metavar="RUN_DIR", type=Path, help="the run's folder")
+    parser.add_argument(
+        "run_dir",
+        metavar="RUN_DIR",
+        type=Path,
+        help="the run's folder, or an evaluation's results folder (RESULTS_DIR)",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument(
         "--public-key",
@@ -39,6 +51,21 @@ def run(args: argparse.Namespace) -> int:
     if not run_dir.is_dir():
         raise UsageError(f"{run_dir} is not a folder; pass the folder that holds trace.jsonl")
     key = load_public_key(args.public_key) if args.public_key else None
+    from sandbox_agent.evals.audit import is_results_dir, verify_results
+
+    if is_results_dir(run_dir):
+        checks = verify_results(run_dir, public_key=key)
+        ok = all(check.ok for check in checks)
+        if args.json:
+            listed = [check.model_dump(mode="json") for check in checks]
+            document = {"results_dir": str(run_dir), "ok": ok, "checks": listed}
+            print(json.dumps(document, indent=2))
+        else:
+            for check in checks:
+                print(f"{'ok  ' if check.ok else 'FAIL'} {check.name:<12} {check.detail}")
+            failed = [check.name for check in checks if not check.ok]
+            print("verified" if ok else f"NOT verified: {', '.join(failed)}")
+        return 0 if ok else 1
     report = verify_run(run_dir, public_key=key, allow_missing_source=args.allow_missing_source)
     if args.json:
         print(json.dumps(report.model_dump(mode="json"), indent=2))

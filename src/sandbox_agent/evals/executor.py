@@ -6,6 +6,7 @@ sandbox backend. Every (case, repeat) is one run and one record; nothing is aver
 
 from __future__ import annotations
 
+import sys
 import tempfile
 import threading
 import time
@@ -318,6 +319,8 @@ def _kept(
             kept[index, repeat] = record
             if progress is not None:
                 progress.advance(record.passed)
+    for why, count in sorted(journal.not_reused.items()):
+        print(f"resume: {count} record(s) not reused, their runs run again: {why}", file=sys.stderr)
     return kept
 
 

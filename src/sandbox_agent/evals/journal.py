@@ -4,30 +4,56 @@ reboots, Ctrl-C) keeps what finished and ``eval --resume`` runs only the rest.
 
 The first line says which evaluation wrote the file (its ``identity``: suite, control or
 not, provider, model, budgets, runtime, dependency options, repeats); each further line
-is one run: its key (task id, task version, repeat), the SHA-256 of the task's definition
-and the record. ``--resume`` refuses a journal written by another evaluation (one line
-that names what differs), and reuses a record only when its task's definition is the
-same and the run was not a harness error. A line cut short by a stop mid-write is
-ignored: that run runs again.
+is one run: its key (task id, task version, repeat), the SHA-256 of the task's definition,
+the SHA-256 of the identity, and the record, signed (Ed25519) with this host's signing key,
+the key that seals every run's evidence. ``--resume`` refuses a journal written by another
+evaluation (one line that names what differs), and reuses a record only when
+
+- its line's signature holds under this host's key, for this evaluation's identity and
+  under the key the record itself names (a record edited, pasted under another key or
+  carried over from another evaluation runs again);
+- its task's definition is the same, and the run was not a harness error;
+- its run folder is there and ``verify`` passes on it, with the sealed status equal to
+  the record's (a record whose evidence was deleted or changed runs again).
+
+Anything else (a line cut short by a stop mid-write, a line that is not JSON, nested too
+deep, or not a record) is ignored: that run runs again. ``check_line`` is what ``verify
+RESULTS_DIR`` uses too.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import datetime as dt
 import hashlib
 import json
 import os
+import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from pydantic import ValidationError
 
 from sandbox_agent.errors import UsageError
 from sandbox_agent.evals.cases import EvalCase
 from sandbox_agent.evals.records import HARNESS_ERROR, RunRecord
+from sandbox_agent.evidence.chain import read_bounded
+from sandbox_agent.evidence.keys import fingerprint, load_or_create_signing_key, load_public_key
+from sandbox_agent.evidence.seal import EVIDENCE_FILE, canonical_json
+from sandbox_agent.evidence.verify import verify_run
 
 JOURNAL_FILE = "runs.jsonl"
-JOURNAL_SCHEMA = 1
+JOURNAL_SCHEMA = 2
+"""2: each run's line is signed (schema 1's unsigned lines are never reused)."""
+NODE_KEYS_DIR = "nodes"
+"""``eval --ray``: ``<ip>-<node id>.pub`` per node, the key its runs were sealed with."""
+
+CheckRun = Callable[[RunRecord], str | None]
+"""Why a record's run folder does not back it (None: it does)."""
 
 
 class RunKey(NamedTuple):
@@ -47,24 +73,99 @@ def case_key(case: EvalCase, repeat: int) -> RunKey:
     return RunKey(case.task.id, case.task.version, repeat)
 
 
+def identity_sha256(identity: dict[str, Any]) -> str:
+    return hashlib.sha256(canonical_json(identity)).hexdigest()
+
+
+def check_line(
+    entry: Any, identity_digest: str, public_key: Ed25519PublicKey
+) -> tuple[RunKey, str, RunRecord] | str:
+    """One journal line's key, task hash and record, or why it cannot be trusted."""
+    if not isinstance(entry, dict):
+        return "not a journal line"
+    try:
+        signature = base64.b64decode(str(entry.get("signature", "")), validate=True)
+        unsigned = {name: value for name, value in entry.items() if name != "signature"}
+        public_key.verify(signature, canonical_json(unsigned))
+    except (InvalidSignature, binascii.Error, ValueError, TypeError, RecursionError):
+        return "its signature does not hold under this host's key (edited, or signed elsewhere)"
+    if entry.get("identity_sha256") != identity_digest:
+        return "it was written for another evaluation"
+    try:
+        task_id, version, repeat = entry["key"]
+        key = RunKey(str(task_id), int(version), int(repeat))
+        record = RunRecord.model_validate(entry["record"])
+    except (KeyError, TypeError, ValueError, OverflowError, RecursionError, ValidationError):
+        return "it holds no record"
+    if RunKey(record.task_id, record.task_version, record.repeat) != key:
+        return "its record is of another run than its key"
+    return key, str(entry.get("task_sha256")), record
+
+
+def run_folder_check(results_dir: Path, public_key: Ed25519PublicKey | None = None) -> CheckRun:
+    """The default ``CheckRun``: the record's run folder verifies under ``public_key``
+    (this host's when None; under ``eval --ray``, the key of the node that sealed it, as
+    that node declared it), and its sealed status is the record's."""
+
+    def check(record: RunRecord) -> str | None:
+        if not record.trace_path:
+            return "it names no run folder"
+        run_dir = Path(record.trace_path).parent
+        key = public_key
+        if record.node is not None:
+            node_key = results_dir / NODE_KEYS_DIR / f"{record.node.replace('/', '-')}.pub"
+            if not node_key.is_file():
+                return f"the key of its node {record.node} is not in {results_dir / NODE_KEYS_DIR}"
+            key = load_public_key(node_key)
+        report = verify_run(run_dir, public_key=key, allow_missing_source=True, rehash_source=False)
+        if not report.ok:
+            return f"its run folder {run_dir} does not verify ({', '.join(report.failed())})"
+        sealed = json.loads(read_bounded(run_dir / EVIDENCE_FILE))
+        if sealed["record"]["result"].get("status") != record.status:
+            return f"its run folder {run_dir} sealed another status"
+        return None
+
+    return check
+
+
 class Journal:
     """``RESULTS_DIR/runs.jsonl``: the records so far, and each new one as it finishes."""
 
-    def __init__(self, results_dir: Path, identity: dict[str, Any], *, resume: bool) -> None:
+    def __init__(
+        self,
+        results_dir: Path,
+        identity: dict[str, Any],
+        *,
+        resume: bool,
+        signing_key: Ed25519PrivateKey | None = None,
+        check_run: CheckRun | None = None,
+    ) -> None:
         """Open the journal; with ``resume``, read the records already there.
 
         Without ``resume``, a journal already there is kept aside as
         ``runs-<its time>.jsonl``, never overwritten.
 
+        Args:
+            signing_key: signs each line and checks the lines read; this host's when None.
+            check_run: whether a record's run folder backs it; ``run_folder_check`` when
+                None (tests of the scheduling pass their own).
+
         Raises:
             UsageError: ``resume`` and the journal there was written by another
-                evaluation, or is not a journal.
+                evaluation, or is not a journal; the folder or the journal is not a
+                plain folder or file of this user's.
         """
-        results_dir.mkdir(parents=True, exist_ok=True)
+        _plain_folder(results_dir)
         self.path = results_dir / JOURNAL_FILE
+        _plain_file_or_none(self.path)
         self.identity = json.loads(json.dumps(identity, sort_keys=True, default=str))
+        self._identity_sha256 = identity_sha256(self.identity)
+        self._key = signing_key or load_or_create_signing_key()
+        self._check_run = check_run or run_folder_check(results_dir)
         self.ignored = 0
         """Lines of a resumed journal that could not be read (their runs run again)."""
+        self.not_reused: dict[str, int] = {}
+        """Why records were not reused (their runs ran again), and how many each."""
         self._found: dict[RunKey, tuple[str, RunRecord]] = {}
         if self.path.exists():
             if resume:
@@ -82,6 +183,7 @@ class Journal:
             UsageError: it is not an evaluation journal.
         """
         path = results_dir / JOURNAL_FILE
+        _plain_file_or_none(path)
         head = _json(path.read_text(encoding="utf-8", errors="replace").split("\n", 1)[0])
         identity = head.get("identity") if isinstance(head, dict) else None
         if not isinstance(identity, dict):
@@ -90,9 +192,15 @@ class Journal:
 
     def finished(self, case: EvalCase, repeat: int) -> RunRecord | None:
         """The journal's record of this run, when it has one for the same task definition
-        that is a result (a ``HARNESS_ERROR`` runs again: it says nothing of the model)."""
+        that is a result (a ``HARNESS_ERROR`` runs again: it says nothing of the model)
+        and whose run folder backs it."""
         found = self._found.get(case_key(case, repeat))
         if found is None or found[0] != task_sha256(case) or found[1].status == HARNESS_ERROR:
+            return None
+        why = self._check_run(found[1])
+        if why is not None:
+            self._not_reused(why)
+            del self._found[case_key(case, repeat)]
             return None
         return found[1]
 
@@ -101,28 +209,40 @@ class Journal:
         return [record for _, record in self._found.values()]
 
     def append(self, case: EvalCase, record: RunRecord) -> None:
-        """Add one finished run (flushed and synced before it returns)."""
+        """Add one finished run (signed, flushed and synced before it returns)."""
         key, digest = case_key(case, record.repeat), task_sha256(case)
         self._found[key] = (digest, record)
-        self._write_line(
-            {
-                "key": list(key),
-                "task_sha256": digest,
-                "record": record.model_dump(mode="json"),
-            }
-        )
+        entry: dict[str, Any] = {
+            "key": list(key),
+            "task_sha256": digest,
+            "identity_sha256": self._identity_sha256,
+            "record": record.model_dump(mode="json"),
+            "signer": fingerprint(self._key.public_key()),
+        }
+        entry["signature"] = base64.b64encode(self._key.sign(canonical_json(entry))).decode()
+        self._write_line(entry)
+
+    def _not_reused(self, why: str) -> None:
+        self.not_reused[why] = self.not_reused.get(why, 0) + 1
 
     def _write_line(self, value: dict[str, Any]) -> None:
         line = json.dumps(value, ensure_ascii=True, sort_keys=True) + "\n"
-        with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(line)
+        with self.path.open("a+b") as handle:
+            # A stop mid-write leaves a last line without its newline: end it first, or
+            # this record would be glued to it and lost at the next resume.
+            handle.seek(0, os.SEEK_END)
+            if handle.tell() > 0:
+                handle.seek(-1, os.SEEK_END)
+                if handle.read(1) != b"\n":
+                    handle.write(b"\n")
+            handle.write(line.encode("ascii"))
             handle.flush()
             os.fsync(handle.fileno())
 
     def _read(self) -> None:
         lines = self.path.read_text(encoding="utf-8", errors="replace").splitlines()
         head = _json(lines[0]) if lines else None
-        if not isinstance(head, dict) or head.get("journal") != JOURNAL_SCHEMA:
+        if not isinstance(head, dict) or head.get("journal") not in (1, JOURNAL_SCHEMA):
             raise UsageError(
                 f"{self.path} is not an evaluation journal: give another --results-dir, "
                 "or drop --resume"
@@ -139,17 +259,44 @@ class Journal:
                 f"{', '.join(differs) or 'its identity'}): give another --results-dir, "
                 "or drop --resume to start over"
             )
+        public_key = self._key.public_key()
         for line in lines[1:]:
-            entry = _json(line)
-            try:
-                if not isinstance(entry, dict):
-                    raise ValueError("not an object")
-                task_id, version, repeat = entry["key"]
-                key = RunKey(str(task_id), int(version), int(repeat))
-                record = RunRecord.model_validate(entry["record"])
-                self._found[key] = (str(entry["task_sha256"]), record)
-            except (KeyError, TypeError, ValueError, ValidationError):
+            checked = check_line(_json(line), self._identity_sha256, public_key)
+            if isinstance(checked, str):
                 self.ignored += 1
+                self._not_reused(checked)
+                continue
+            key, digest, record = checked
+            self._found[key] = (digest, record)
+
+
+def _plain_folder(path: Path) -> None:
+    """``path`` is (or is made as) a real folder, not a link to one, nor a file."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        info = path.lstat()
+    except OSError as error:
+        raise UsageError(
+            f"cannot use {path} as the results folder ({error.strerror}): give another "
+            "--results-dir"
+        ) from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise UsageError(f"{path} is not a folder (a link or a file): give another --results-dir")
+
+
+def _plain_file_or_none(path: Path) -> None:
+    """``path`` is absent or a regular file, never a link (which would write elsewhere)."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise UsageError(f"cannot read {path} ({error.strerror})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise UsageError(
+            f"{path} is not a plain file (a link or a folder): move it away, or give another "
+            "--results-dir"
+        )
 
 
 def set_aside(path: Path) -> Path:
@@ -168,5 +315,5 @@ def set_aside(path: Path) -> Path:
 def _json(line: str) -> Any:
     try:
         return json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -226,6 +227,16 @@ def write_report(report: EvalReport, folder: Path) -> tuple[Path, Path]:
     """Write ``report.json`` and ``report.md`` into ``folder`` (created if needed)."""
     folder.mkdir(parents=True, exist_ok=True)
     json_path, md_path = folder / "report.json", folder / "report.md"
-    json_path.write_text(report.model_dump_json(indent=1) + "\n", encoding="utf-8")
-    md_path.write_text(to_markdown(report), encoding="utf-8")
+    _replace(json_path, report.model_dump_json(indent=1) + "\n")
+    _replace(md_path, to_markdown(report))
     return json_path, md_path
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write ``path`` through a new file renamed over it: a link planted at ``path`` is
+    replaced, never followed (it would write the report over the file it names)."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.unlink(missing_ok=True)
+    with temporary.open("x", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(temporary, path)
