@@ -97,6 +97,11 @@ def test_eval_on_the_cluster_matches_a_local_eval_and_skips_a_node_whose_preflig
         assert run_dir.parent == tmp_path / "ray" / "traces"
         verified = cli("verify", str(run_dir))
         assert verified.returncode == 0, verified.stdout
+    # And the evaluation: each run the report counts has its signed line and run folder.
+    for results in (tmp_path / "ray", tmp_path / "local"):
+        verified = cli("verify", str(results))
+        assert verified.returncode == 0, verified.stdout
+        assert "all 4 backed by a signed line and a verifying run folder" in verified.stdout
 
 
 def test_a_killed_worker_loses_its_runs_which_are_retried_on_other_nodes(

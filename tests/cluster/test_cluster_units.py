@@ -119,6 +119,32 @@ def test_an_escaping_archive_is_refused(tmp_path: Path) -> None:
         payload.unpack_run_folder(payload.RunFolder(name="..", tar=b""), tmp_path)
 
 
+def test_a_node_cannot_overwrite_another_runs_folder_or_send_a_bomb(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SR-10 C1 (the review's M1): a node named its returned folder after another run's and
+    # overwrote it on the driver; the driver bounded nothing of what it unpacked.
+    import io
+    import tarfile
+
+    (tmp_path / "run" / "a").mkdir(parents=True)
+    (tmp_path / "run" / "a" / "evidence.json").write_text("theirs")
+    mine = payload.RunFolder(name="a", tar=payload.pack_folder(tmp_path / "run" / "a"))
+    with pytest.raises(UsageError, match="which is taken"):
+        payload.unpack_run_folder(mine, tmp_path / "run")
+    assert (tmp_path / "run" / "a" / "evidence.json").read_text() == "theirs"
+    monkeypatch.setattr(payload, "MAX_PACKED_BYTES", 1000)
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for name in ("one", "two"):
+            info = tarfile.TarInfo(name)
+            info.size = 600
+            archive.addfile(info, io.BytesIO(b"x" * 600))
+    with pytest.raises(UsageError, match="over 1000"):
+        payload.unpack_folder(buffer.getvalue(), tmp_path / "bomb")
+    assert not (tmp_path / "bomb").exists()
+
+
 def test_a_node_without_slots_says_why() -> None:
     failed = NodeInfo(
         node_id="a" * 56,
@@ -214,3 +240,35 @@ def test_ray_client_gives_up_after_its_attempts_and_other_errors_at_once(
     with pytest.raises(ConnectionError):
         connect._init(direct, {}, client=False)
     assert refused.inits == direct.inits == 1
+
+
+def test_a_node_that_sends_back_a_record_of_another_run_is_refused(tmp_path: Path) -> None:
+    # SR-10 C2 (the review's M1): the driver took whatever record a node sent for a run,
+    # so a node could answer a run of one task with a (passing) record of another.
+    from sandbox_agent.cluster.evals import ClusterOptions, _Attempt, _Scheduler
+    from sandbox_agent.cluster.remote import Finished
+    from sandbox_agent.evals.cases import EvalCase
+    from sandbox_agent.evals.executor import EvalOptions, build_config, error_record
+    from sandbox_agent.evals.tasks import HeldOut, Task
+
+    def case(name: str) -> EvalCase:
+        task = Task(id=name, version=1, kind="bug_fix", fixture="paginator", prompt="fix",
+                    max_iterations=5, max_wall_seconds=30, expected_changes=("a.py",),
+                    held_out=HeldOut(path=str(tmp_path)))  # fmt: skip
+        return EvalCase(task=task, fixtures_dir=tmp_path, held_out_dir=tmp_path)
+
+    asked, other = case("asked"), case("other")
+    options = EvalOptions()
+    scheduler = _Scheduler(cases=[asked], options=options, cluster=ClusterOptions(address="x"),
+                           address="x", nodes=[], progress=None, on_record=None)  # fmt: skip
+    forged = error_record(other, 0, build_config(other, options, "r"), "x")
+    with pytest.raises(UsageError, match="a record of other #0 for a run of asked #0"):
+        scheduler._finished(
+            _Attempt(key=(0, 0), number=1),
+            Finished(payload=forged.model_dump_json(), run_folder=None),
+        )
+    honest = error_record(asked, 0, build_config(asked, options, "r"), "x")
+    kept = scheduler._finished(
+        _Attempt(key=(0, 0), number=1), Finished(payload=honest.model_dump_json(), run_folder=None)
+    )
+    assert kept.task_id == "asked"

@@ -17,6 +17,7 @@ Faults:
 from __future__ import annotations
 
 import re
+import tarfile
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -305,7 +306,14 @@ class _Scheduler:
                 self._ensure_known(message.node_id, message.ip)
             elif isinstance(message, Finished):
                 del self.pending[generator]
-                self._keep(attempt, self._finished(attempt, message))
+                try:
+                    finished = self._finished(attempt, message)
+                except (UsageError, ValueError, OSError, tarfile.TarError) as error:
+                    # A node that sends back what no run of ours leaves (a record of
+                    # another run, a folder over another's, a tar bomb) loses the run.
+                    why = f"the node sent back an unusable run: {error}"
+                    finished = self._harness_error(attempt, why)
+                self._keep(attempt, finished)
         if generator in self.pending and not self.streaming:
             del self.pending[generator]
             self._keep(attempt, self._harness_error(attempt, "the node sent no record"))
@@ -359,6 +367,15 @@ class _Scheduler:
 
         record = RunRecord.model_validate_json(message.payload)
         case = self.cases[attempt.key[0]]
+        if (record.task_id, record.task_version, record.repeat) != (
+            case.task.id,
+            case.task.version,
+            attempt.key[1],
+        ):
+            raise UsageError(
+                f"a record of {record.task_id} #{record.repeat} for a run of "
+                f"{case.task.id} #{attempt.key[1]}"
+            )
         config = dict(record.config)
         config["plan"] = str(case.plan) if case.plan else None
         trace_path = record.trace_path

@@ -48,8 +48,18 @@ def unpack_folder(data: bytes, dest: Path) -> Path:
     """Unpack a ``pack_folder`` tar into ``dest`` (created), refusing anything that would
     land outside it (tarfile's ``data`` filter: no absolute or escaping paths, links
     or devices)."""
-    dest.mkdir(parents=True, exist_ok=True)
+    if len(data) > MAX_PACKED_BYTES:
+        raise UsageError(f"a folder of {len(data)} bytes came: over {MAX_PACKED_BYTES}")
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as archive:
+        # The sender bounds what it packs, but the receiver may not trust the sender: the
+        # files' sizes are bounded here too, and a sparse member (which unpacks to more
+        # than it takes in the tar) is refused.
+        members = archive.getmembers()
+        if any(member.issparse() for member in members):
+            raise UsageError("a folder came with a sparse file: refused")
+        if sum(member.size for member in members) > MAX_PACKED_BYTES:
+            raise UsageError(f"a folder came whose files are over {MAX_PACKED_BYTES} bytes")
+        dest.mkdir(parents=True, exist_ok=True)
         archive.extractall(dest, filter="data")
     return dest
 
@@ -177,8 +187,11 @@ def unpack_run_folder(run: RunFolder, trace_dir: Path) -> Path:
     """Write a run's folder under ``trace_dir`` (as a local run would have) and return it.
 
     Raises:
-        UsageError: the name is not one folder name.
+        UsageError: the name is not one folder name, or another run's folder has it; the
+            tar is over ``MAX_PACKED_BYTES`` or holds a sparse file.
     """
     if not run.name or "/" in run.name or run.name in (".", ".."):
         raise UsageError(f"a node sent back a run folder named {run.name!r}")
+    if (trace_dir / run.name).exists():
+        raise UsageError(f"a node sent back a run folder named {run.name!r}, which is taken")
     return unpack_folder(run.tar, trace_dir / run.name)

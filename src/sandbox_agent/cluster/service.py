@@ -138,6 +138,10 @@ class ClusterRunFunction:
                         on_event(message.event)
                 elif isinstance(message, Finished):
                     result = RunResult.model_validate_json(message.payload)
+                    if config.run_id is not None and result.run_id != config.run_id:
+                        raise UsageError(
+                            f"the node sent back run {result.run_id} for run {config.run_id}"
+                        )
                     trace_path = result.trace_path
                     if message.run_folder is not None and config.trace_dir is not None:
                         folder = unpack_run_folder(message.run_folder, config.trace_dir)
