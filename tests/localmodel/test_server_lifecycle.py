@@ -7,6 +7,7 @@ import json
 import os
 import socket
 import stat
+import subprocess
 import sys
 import time
 import urllib.error
@@ -181,3 +182,40 @@ def test_the_callers_llama_variables_do_not_reach_the_server(
     record = server.ensure_running()
     environ = Path(f"/proc/{record.pid}/environ").read_bytes()
     assert b"LLAMA_ARG_HOST" not in environ
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="starting a process as another user needs root")
+def test_another_users_process_that_copies_the_servers_command_line_is_not_ours(
+    installed: Path,
+) -> None:
+    # SR-10 L1 (the review's L2): the server was recognised by its command line alone, so
+    # after a crash another user's process on the recycled pid, copying it, was trusted
+    # with the next run's prompts and killed by 'model stop'.
+    record = server.ensure_running()
+    server.stop()
+    mimic = subprocess.Popen(
+        [record.binary, "-c", "sleep 60; :", record.api_key_file],
+        executable="/bin/sh",
+        user=65534,
+    )
+    try:
+        assert process.command_line(mimic.pid)[:1] == [record.binary]  # type: ignore[index]
+        forged = record.model_copy(update={"pid": mimic.pid})
+        assert server.alive(forged) is False
+        server._write_record(forged)
+        assert server.stop() is False
+        assert mimic.poll() is None, "another user's process is never signalled"
+    finally:
+        mimic.kill()
+        mimic.wait()
+
+
+def test_stop_deletes_only_the_key_its_folder_holds(installed: Path, tmp_path: Path) -> None:
+    # SR-10 L2 (the review's L3): 'model stop' deleted whatever file the record named.
+    record = server.ensure_running()
+    server.stop()
+    elsewhere = tmp_path / "not-a-key"
+    elsewhere.write_text("keep me")
+    server._write_record(record.model_copy(update={"api_key_file": str(elsewhere)}))
+    server.stop()
+    assert elsewhere.read_text() == "keep me"

@@ -106,11 +106,21 @@ def command_line(pid: int) -> list[str] | None:
 
 
 def is_running(pid: int, binary: Path, key_file: Path) -> bool:
-    """Whether ``pid`` is still our server: that binary (first, or second after the
-    interpreter of a script), with that key file. A reused pid that belongs to another
-    program is not ours, and is never signalled."""
+    """Whether ``pid`` is still our server: a process of this user, running that binary
+    (first, or second after the interpreter of a script), with that key file. A reused
+    pid that belongs to another program, or to another user whose process copies the
+    server's command line, is not ours, and is never signalled nor trusted."""
+    try:
+        owner = os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return False
     argv = command_line(pid)
-    return argv is not None and str(binary) in argv[:2] and str(key_file) in argv
+    return (
+        owner == os.geteuid()
+        and argv is not None
+        and str(binary) in argv[:2]
+        and str(key_file) in argv
+    )
 
 
 def stop_group(pid: int, *, grace: float = STOP_GRACE_SECONDS) -> None:

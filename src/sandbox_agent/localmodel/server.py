@@ -194,7 +194,8 @@ def _stop(record: ServerRecord | None) -> bool:
     if running:
         process.stop_group(record.pid)
     _record_path().unlink(missing_ok=True)
-    Path(record.api_key_file).unlink(missing_ok=True)
+    # Only the key this folder holds: a record naming another file never deletes it.
+    (paths.server_dir() / KEY_FILE).unlink(missing_ok=True)
     return running
 
 
