@@ -272,3 +272,28 @@ def test_a_node_that_sends_back_a_record_of_another_run_is_refused(tmp_path: Pat
         _Attempt(key=(0, 0), number=1), Finished(payload=honest.model_dump_json(), run_folder=None)
     )
     assert kept.task_id == "asked"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="SR-10 C3 (open, accepted: T-60): a worker node runs the controller and the judge "
+    "of its runs and declares its own key, so it is trusted with their verdicts",
+)
+def test_a_node_cannot_forge_a_pass_for_the_run_it_executes(tmp_path: Path) -> None:
+    from sandbox_agent.cluster.evals import ClusterOptions, _Attempt, _Scheduler
+    from sandbox_agent.cluster.remote import Finished
+    from sandbox_agent.evals.cases import EvalCase
+    from sandbox_agent.evals.executor import EvalOptions, build_config, error_record
+    from sandbox_agent.evals.tasks import HeldOut, Task
+
+    task = Task(id="asked", version=1, kind="bug_fix", fixture="paginator", prompt="fix",
+                max_iterations=5, max_wall_seconds=30, expected_changes=("a.py",),
+                held_out=HeldOut(path=str(tmp_path)))  # fmt: skip
+    asked = EvalCase(task=task, fixtures_dir=tmp_path, held_out_dir=tmp_path)
+    options = EvalOptions()
+    scheduler = _Scheduler(cases=[asked], options=options, cluster=ClusterOptions(address="x"),
+                           address="x", nodes=[], progress=None, on_record=None)  # fmt: skip
+    forged = error_record(asked, 0, build_config(asked, options, "r"), "x")
+    forged = forged.model_copy(update={"status": "SUCCEEDED", "passed": True, "error": None})
+    sent = Finished(payload=forged.model_dump_json(), run_folder=None)
+    assert scheduler._finished(_Attempt(key=(0, 0), number=1), sent).passed is False

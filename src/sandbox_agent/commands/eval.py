@@ -123,7 +123,7 @@ def _reap_once() -> None:
     import docker.errors
     import requests.exceptions
 
-    from sandbox_agent.errors import SetupError
+    from sandbox_agent.errors import DockerUnavailable, SetupError
     from sandbox_agent.sandbox.docker_backend import DockerBackend
 
     try:
@@ -132,7 +132,11 @@ def _reap_once() -> None:
             lines = backend.reap()
         finally:
             backend.close()
-    except (docker.errors.DockerException, requests.exceptions.RequestException) as error:
+    except (
+        docker.errors.DockerException,
+        requests.exceptions.RequestException,
+        DockerUnavailable,
+    ) as error:
         first = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
         raise SetupError(
             f"Docker does not answer ({first}): start it ('make docker'), or check DOCKER_HOST"
