@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from sandbox_agent.evals.journal import (
     JOURNAL_FILE,
+    MAX_JOURNAL_BYTES,
     RunKey,
     check_line,
     identity_sha256,
@@ -37,8 +38,6 @@ from sandbox_agent.evidence.keys import load_public_key, public_key_path
 from sandbox_agent.evidence.seal import canonical_json
 from sandbox_agent.evidence.verify import VerifyCheck
 
-MAX_JOURNAL_BYTES = 256 * 1024 * 1024
-"""``runs.jsonl`` is refused above this size (about 50,000 runs)."""
 REPORT_FILE = "report.json"
 
 

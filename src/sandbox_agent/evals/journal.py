@@ -9,9 +9,9 @@ the SHA-256 of the identity, and the record, signed (Ed25519) with this host's s
 the key that seals every run's evidence. ``--resume`` refuses a journal written by another
 evaluation (one line that names what differs), and reuses a record only when
 
-- its line's signature holds under this host's key, for this evaluation's identity and
-  under the key the record itself names (a record edited, pasted under another key or
-  carried over from another evaluation runs again);
+- its line's signature holds under this host's key, the line is of this evaluation (its
+  identity's hash), and its record is of the run its key names (a record edited, pasted
+  under another key or carried over from another evaluation runs again);
 - its task's definition is the same, and the run was not a harness error;
 - its run folder is there and ``verify`` passes on it, with the sealed status equal to
   the record's (a record whose evidence was deleted or changed runs again).
@@ -49,6 +49,8 @@ from sandbox_agent.evidence.verify import verify_run
 JOURNAL_FILE = "runs.jsonl"
 JOURNAL_SCHEMA = 2
 """2: each run's line is signed (schema 1's unsigned lines are never reused)."""
+MAX_JOURNAL_BYTES = 256 * 1024 * 1024
+"""A journal over this size is refused (about 50,000 runs' lines)."""
 NODE_KEYS_DIR = "nodes"
 """``eval --ray``: ``<ip>-<node id>.pub`` per node, the key its runs were sealed with."""
 
@@ -114,9 +116,10 @@ def run_folder_check(results_dir: Path, public_key: Ed25519PublicKey | None = No
         key = public_key
         if record.node is not None:
             node_key = results_dir / NODE_KEYS_DIR / f"{record.node.replace('/', '-')}.pub"
-            if not node_key.is_file():
+            try:
+                key = load_public_key(node_key)
+            except UsageError:
                 return f"the key of its node {record.node} is not in {results_dir / NODE_KEYS_DIR}"
-            key = load_public_key(node_key)
         report = verify_run(run_dir, public_key=key, allow_missing_source=True, rehash_source=False)
         if not report.ok:
             return f"its run folder {run_dir} does not verify ({', '.join(report.failed())})"
@@ -152,8 +155,9 @@ class Journal:
 
         Raises:
             UsageError: ``resume`` and the journal there was written by another
-                evaluation, or is not a journal; the folder or the journal is not a
-                plain folder or file of this user's.
+                evaluation, or is not a journal, or is larger than ``MAX_JOURNAL_BYTES``;
+                the folder is not one, or the journal is not a plain file (a link there
+                is refused, never followed).
         """
         _plain_folder(results_dir)
         self.path = results_dir / JOURNAL_FILE
@@ -184,7 +188,8 @@ class Journal:
         """
         path = results_dir / JOURNAL_FILE
         _plain_file_or_none(path)
-        head = _json(path.read_text(encoding="utf-8", errors="replace").split("\n", 1)[0])
+        with path.open("rb") as handle:
+            head = _json(handle.readline(1024 * 1024).decode("utf-8", errors="replace"))
         identity = head.get("identity") if isinstance(head, dict) else None
         if not isinstance(identity, dict):
             raise UsageError(f"{path} is not an evaluation journal")
@@ -240,7 +245,14 @@ class Journal:
             os.fsync(handle.fileno())
 
     def _read(self) -> None:
-        lines = self.path.read_text(encoding="utf-8", errors="replace").splitlines()
+        try:
+            data = read_bounded(self.path, MAX_JOURNAL_BYTES)
+        except OSError as error:
+            raise UsageError(
+                f"cannot read {self.path} ({error.strerror or error}): give another "
+                "--results-dir, or drop --resume"
+            ) from None
+        lines = data.decode("utf-8", errors="replace").splitlines()
         head = _json(lines[0]) if lines else None
         if not isinstance(head, dict) or head.get("journal") not in (1, JOURNAL_SCHEMA):
             raise UsageError(
@@ -271,17 +283,18 @@ class Journal:
 
 
 def _plain_folder(path: Path) -> None:
-    """``path`` is (or is made as) a real folder, not a link to one, nor a file."""
+    """``path`` is (or is made as) a folder (the user's own link to one is theirs to make;
+    links inside it are refused by ``_plain_file_or_none``)."""
     try:
         path.mkdir(parents=True, exist_ok=True)
-        info = path.lstat()
+        info = path.stat()
     except OSError as error:
         raise UsageError(
             f"cannot use {path} as the results folder ({error.strerror}): give another "
             "--results-dir"
         ) from None
     if not stat.S_ISDIR(info.st_mode):
-        raise UsageError(f"{path} is not a folder (a link or a file): give another --results-dir")
+        raise UsageError(f"{path} is not a folder: give another --results-dir")
 
 
 def _plain_file_or_none(path: Path) -> None:
