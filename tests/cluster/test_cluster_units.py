@@ -276,7 +276,7 @@ def test_a_node_that_sends_back_a_record_of_another_run_is_refused(tmp_path: Pat
 
 @pytest.mark.xfail(
     strict=True,
-    reason="SR-10 C3 (open, accepted: T-60): a worker node runs the controller and the judge "
+    reason="SR-10 C3 (open, accepted: T-74): a worker node runs the controller and the judge "
     "of its runs and declares its own key, so it is trusted with their verdicts",
 )
 def test_a_node_cannot_forge_a_pass_for_the_run_it_executes(tmp_path: Path) -> None:
