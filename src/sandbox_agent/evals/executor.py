@@ -320,7 +320,8 @@ def _kept(
             if progress is not None:
                 progress.advance(record.passed)
     for why, count in sorted(journal.not_reused.items()):
-        print(f"resume: {count} record(s) not reused, their runs run again: {why}", file=sys.stderr)
+        print(f"resume: {count} journal line(s) not used (a run without a usable line runs "
+              f"again): {why}", file=sys.stderr)  # fmt: skip
     return kept
 
 

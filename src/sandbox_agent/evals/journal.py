@@ -169,7 +169,8 @@ class Journal:
         self.ignored = 0
         """Lines of a resumed journal that could not be read (their runs run again)."""
         self.not_reused: dict[str, int] = {}
-        """Why records were not reused (their runs ran again), and how many each."""
+        """Why lines or records were not used, and how many each (a run with no usable
+        line runs again; a line superseded by a later good one costs nothing)."""
         self._found: dict[RunKey, tuple[str, RunRecord]] = {}
         if self.path.exists():
             if resume:
