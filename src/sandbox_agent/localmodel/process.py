@@ -5,7 +5,7 @@ and exits as soon as the waiter says the server runs. So the server is nobody's 
 here: it outlives the command that started it (it stays warm for the next run), and no
 zombie is left when it dies under a long-lived ``serve``. The waiter is the server's
 parent: it reaps it and appends how it ended (``exit status 1``, ``killed by signal 4
-(SIGILL)``) to the log as one ``ENDED_MARK`` line, which a server that dies before
+(SIGILL)``) to the log as one ``ENDED_MARK`` line with its pid, which a server that dies before
 writing anything would otherwise not say. The server leads a process group of its own
 (what ``stop_group`` signals); the waiter is outside it and ends after it. The server
 gets an empty environment: ``llama-server`` reads ``LLAMA_ARG_*`` variables, and one
@@ -70,7 +70,7 @@ code = child.wait()
 how = 'exit status %d' % code if code >= 0 else 'killed by signal %d (%s)' % (
     -code, signal.Signals(-code).name if -code in signal.valid_signals() else '?')
 with open(log, 'a') as out:
-    out.write('%s %s\\n' % (mark, how))
+    out.write('%s pid %d %s\\n' % (mark, child.pid, how))
 os._exit(0)
 """
 
@@ -121,6 +121,24 @@ def is_running(pid: int, binary: Path, key_file: Path) -> bool:
         and str(binary) in argv[:2]
         and str(key_file) in argv
     )
+
+
+def started(pid: int, log: Path) -> bool:
+    """Whether the server just spawned as ``pid`` (its output in ``log``) still runs.
+
+    Only its waiter's ``ENDED_MARK`` line, or a pid that is gone or a zombie, says it
+    ended. Its command line cannot: the waiter learns the pid when the exec has closed
+    its close-on-exec pipe, before the kernel has laid out the new program's arguments,
+    and until then ``/proc/<pid>/cmdline`` reads empty. Read as "not ours", that window
+    had a healthy server stopped at start with no output, on a busy machine (CI, twice).
+    """
+    if how_it_ended(log, pid) is not None:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[:1] != ["Z"]
 
 
 def stop_group(pid: int, *, grace: float = STOP_GRACE_SECONDS) -> None:
@@ -178,18 +196,21 @@ def wait_healthy(base: str, alive: Callable[[], bool], deadline: float) -> str:
     return "timeout"
 
 
-def how_it_ended(log: Path) -> str | None:
-    """How the server ended, as its waiter logged it (``exit status 1``), if it has."""
+def how_it_ended(log: Path, pid: int) -> str | None:
+    """How the server ``pid`` ended, as its waiter logged it (``exit status 1``), if it
+    has. A server before it in the same log (stopped, then replaced) has its own line,
+    which its waiter may write after the next start has begun: the pid tells them apart."""
+    said = f"{ENDED_MARK} pid {pid} "
     for line in reversed(_tail_text(log).splitlines()):
-        if line.startswith(ENDED_MARK):
-            return line.removeprefix(ENDED_MARK).strip()[:100]
+        if line.startswith(said):
+            return line.removeprefix(said).strip()[:100]
     return None
 
 
-def wait_ended(log: Path, *, within: float = ENDED_WAIT_SECONDS) -> str | None:
+def wait_ended(log: Path, pid: int, *, within: float = ENDED_WAIT_SECONDS) -> str | None:
     """``how_it_ended``, given the waiter ``within`` seconds to write it."""
     deadline = time.monotonic() + within
-    while (ended := how_it_ended(log)) is None and time.monotonic() < deadline:
+    while (ended := how_it_ended(log, pid)) is None and time.monotonic() < deadline:
         time.sleep(0.05)
     return ended
 

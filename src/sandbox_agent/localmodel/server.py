@@ -247,11 +247,19 @@ def _start(settings: ServerSettings, previous: ServerRecord | None) -> ServerRec
             ) from None
         record = record.model_copy(update={"pid": pid})
         deadline = time.monotonic() + settings.start_timeout_seconds
-        outcome = process.wait_healthy(record.root, functools.partial(alive, record), deadline)
+        running = functools.partial(process.started, pid, log)
+        outcome = process.wait_healthy(record.root, running, deadline)
         if outcome == "ok":
-            _write_record(record)
-            return record
-        process.stop_group(pid)
+            if alive(record):
+                _write_record(record)
+                return record
+            process.stop_group(pid)
+            raise SetupError(
+                f"something else answers on port {port}, and the process started there is not "
+                f"the model server: see {log}"
+            )
+        if outcome != "exited":
+            process.stop_group(pid)  # our own child's group, not yet reaped by its waiter
         tail = process.log_tail(log)
         last = tail[-1] if tail else "no output"
         if outcome == "exited" and attempt == 1 and not settings.port and _bind_failed(tail):
@@ -262,7 +270,7 @@ def _start(settings: ServerSettings, previous: ServerRecord | None) -> ServerRec
                 f"the model server was not ready within {settings.start_timeout_seconds:g} s "
                 f"(stopped; last log line: {last}); see {log}"
             )
-        ended = process.wait_ended(log) or "how, unknown"
+        ended = process.wait_ended(log, pid) or "how, unknown"
         raise SetupError(
             f"the model server exited at start ({ended}; last log line: {last}); see {log}"
         )

@@ -71,7 +71,7 @@ class LocalProvider(OpenAICompatProvider, Provider):
                 diagnostics={
                     "server_pid": self._record.pid,
                     "log_file": self._record.log_file,
-                    "ended": process.wait_ended(Path(self._record.log_file)),
+                    "ended": process.wait_ended(Path(self._record.log_file), self._record.pid),
                     "log_tail": process.log_tail(Path(self._record.log_file)),
                 },
             ) from None
