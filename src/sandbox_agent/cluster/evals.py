@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import tarfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -48,6 +49,8 @@ POLL_S = 0.5
 NO_SLOT_AFTER_S = 30.0
 """Runs waiting this long while no alive node advertises a slot of their runtime (every
 node with slots died or left) end ``LOST`` instead of waiting for ever."""
+SLOT_CHECK_S = 5.0
+"""How long the slot check waits for the head's answer (it takes milliseconds)."""
 HEAD_LOST_AFTER_S = 3.0
 """The head's GCS refusing connections this long means the head is gone."""
 CANCEL_WAIT_S = 90.0
@@ -243,18 +246,35 @@ class _Scheduler:
                 self._head_lost()
             if unreachable_since is None and time.monotonic() >= next_slot_check:
                 next_slot_check = time.monotonic() + 5 * POLL_S
-                if self._slots_left():
+                left = self._slots_left()
+                if left is None:
+                    continue  # the head did not answer: the reachability check decides
+                if left:
                     slotless_since = None
                 elif slotless_since is None:
                     slotless_since = time.monotonic()
                 elif time.monotonic() - slotless_since >= NO_SLOT_AFTER_S:
                     self._no_slot_left()
 
-    def _slots_left(self) -> bool:
+    def _slots_left(self) -> bool | None:
+        """Whether an alive node advertises a slot of the runtime; None when the head does
+        not answer within ``SLOT_CHECK_S``. A head that dies just after the reachability
+        check leaves ``ray.cluster_resources()`` blocked until Ray's own 60 s GCS time-out
+        ends the whole driver (exit 1, no report: seen once in a clean-clone CI run), so
+        the call runs in a thread of its own and is not waited for longer."""
         import ray
 
-        resources: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
-        return resources.get(slot_resource(self.options.runtime), 0) > 0
+        answer: list[dict[str, float]] = []
+        asked = threading.Thread(
+            target=lambda: answer.append(ray.cluster_resources()),  # type: ignore[no-untyped-call]
+            name="cluster-resources",
+            daemon=True,
+        )
+        asked.start()
+        asked.join(SLOT_CHECK_S)
+        if not answer:
+            return None
+        return answer[0].get(slot_resource(self.options.runtime), 0) > 0
 
     def _no_slot_left(self) -> None:
         """End every waiting run ``LOST``: no alive node can take it any more."""
