@@ -154,14 +154,19 @@ def test_the_report_is_built_from_the_results_folder(tmp_path: Path) -> None:
     assert run_row(records[0])["heldout"] is True
 
 
-def test_the_one_shot_stage_resumes_from_its_records(tmp_path: Path) -> None:
-    from sandbox_agent.evals.local import oneshot_done
-
+def failed_shot() -> oneshot.OneShotRecord:
+    """A one-shot record of HumanEvalFix row 1 whose held-out check failed."""
     held = oneshot.HeldOutResult(ran=True, passed=False, status="completed")
-    shot = oneshot.OneShotRecord(
+    return oneshot.OneShotRecord(
         task_id="humanevalfix-python-1", passed=False, held_out=held, extracted=True,
         input_tokens=1, output_tokens=1, wall_s=1.0,
     )  # fmt: skip
+
+
+def test_the_one_shot_stage_resumes_from_its_records(tmp_path: Path) -> None:
+    from sandbox_agent.evals.local import oneshot_done
+
+    shot = failed_shot()
     path = tmp_path / "oneshot.jsonl"
     assert oneshot_done(path) == set()
     path.write_text(shot.model_dump_json() + "\n" + shot.model_dump_json()[:30])
@@ -174,11 +179,7 @@ def test_the_one_shot_stage_resumes_from_its_records(tmp_path: Path) -> None:
     "its lines are counted as they stand",
 )
 def test_a_one_shot_line_edited_into_a_pass_is_not_counted(tmp_path: Path) -> None:
-    held = oneshot.HeldOutResult(ran=True, passed=False, status="completed")
-    shot = oneshot.OneShotRecord(
-        task_id="humanevalfix-python-1", passed=False, held_out=held, extracted=True,
-        input_tokens=1, output_tokens=1, wall_s=1.0,
-    )  # fmt: skip
+    shot = failed_shot()
     path = tmp_path / "oneshot.jsonl"
     path.write_text(shot.model_copy(update={"passed": True}).model_dump_json() + "\n")
     assert [record.passed for record in oneshot.load_records(path)] == [False]
