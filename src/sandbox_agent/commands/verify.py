@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 HELP = (
     "check a run's signed evidence, trace hash chain, result, diff and fixture hash "
@@ -61,8 +62,7 @@ def run(args: argparse.Namespace) -> int:
             document = {"results_dir": str(run_dir), "ok": ok, "checks": listed}
             print(json.dumps(document, indent=2))
         else:
-            for check in checks:
-                print(f"{'ok  ' if check.ok else 'FAIL'} {check.name:<12} {check.detail}")
+            _print_checks(checks)
             failed = [check.name for check in checks if not check.ok]
             print("verified" if ok else f"NOT verified: {', '.join(failed)}")
         return 0 if ok else 1
@@ -70,10 +70,15 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report.model_dump(mode="json"), indent=2))
     else:
-        for check in report.checks:
-            print(f"{'ok  ' if check.ok else 'FAIL'} {check.name:<12} {check.detail}")
+        _print_checks(report.checks)
         bad = report.first_bad_event
         if bad is not None:
             print(f"first failing event: line {bad.line} (seq {bad.seq}): {bad.reason}")
         print("verified" if report.ok else f"NOT verified: {', '.join(report.failed())}")
     return 0 if report.ok else 1
+
+
+def _print_checks(checks: list[Any]) -> None:
+    """One line per check (``VerifyCheck``): ``ok``/``FAIL``, its name, what it found."""
+    for check in checks:
+        print(f"{'ok  ' if check.ok else 'FAIL'} {check.name:<12} {check.detail}")

@@ -27,8 +27,8 @@ from sandbox_agent.evals.journal import (
     JOURNAL_FILE,
     MAX_JOURNAL_BYTES,
     RunKey,
-    check_line,
     identity_sha256,
+    read_lines,
     run_folder_check,
 )
 from sandbox_agent.evals.records import RunRecord, summarize
@@ -127,20 +127,8 @@ def _journal(
         return None, {}, 0
     if not isinstance(header, dict) or not isinstance(header.get("identity"), dict):
         return None, {}, 0
-    digest = identity_sha256(header["identity"])
-    records: dict[RunKey, RunRecord] = {}
-    refused = 0
-    for line in lines[1:]:
-        try:
-            entry = json.loads(line)
-        except (ValueError, RecursionError):
-            entry = None
-        checked = check_line(entry, digest, key)
-        if isinstance(checked, str):
-            refused += 1
-        else:
-            records[checked[0]] = checked[2]
-    return header, records, refused
+    found, refused = read_lines(lines[1:], identity_sha256(header["identity"]), key)
+    return header, {run: record for run, (_, record) in found.items()}, len(refused)
 
 
 def _journal_detail(header: dict[str, Any] | None, records: dict[RunKey, Any], refused: int) -> str:

@@ -272,15 +272,26 @@ class Journal:
                 f"{', '.join(differs) or 'its identity'}): give another --results-dir, "
                 "or drop --resume to start over"
             )
-        public_key = self._key.public_key()
-        for line in lines[1:]:
-            checked = check_line(_json(line), self._identity_sha256, public_key)
-            if isinstance(checked, str):
-                self.ignored += 1
-                self._not_reused(checked)
-                continue
-            key, digest, record = checked
-            self._found[key] = (digest, record)
+        self._found, refused = read_lines(lines[1:], self._identity_sha256, self._key.public_key())
+        for why in refused:
+            self.ignored += 1
+            self._not_reused(why)
+
+
+def read_lines(
+    lines: list[str], identity_digest: str, public_key: Ed25519PublicKey
+) -> tuple[dict[RunKey, tuple[str, RunRecord]], list[str]]:
+    """A journal's run lines as a resume reads them (and ``verify RESULTS_DIR``): for each
+    run the last line that holds (its task hash and record), and why each other failed."""
+    found: dict[RunKey, tuple[str, RunRecord]] = {}
+    refused: list[str] = []
+    for line in lines:
+        checked = check_line(_json(line), identity_digest, public_key)
+        if isinstance(checked, str):
+            refused.append(checked)
+        else:
+            found[checked[0]] = (checked[1], checked[2])
+    return found, refused
 
 
 def _plain_folder(path: Path) -> None:
