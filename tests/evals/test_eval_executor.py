@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import stat
 import tempfile
 import time
@@ -645,3 +646,20 @@ def test_r7_an_unreachable_docker_is_one_line(
     assert "Docker does not answer" in error
     assert "\n" not in error
     gc.collect()  # here, under this test's filter, not at the session's end
+
+
+def test_r5_a_copy_is_judged_by_its_own_run_folders_each_of_its_own_run(
+    sealed_eval: Path, held_out: Path, tmp_path: Path
+) -> None:
+    # The retest of SR-10: a copy of the folder without traces/ verified (the records'
+    # absolute paths led to the originals), and two run folders swapped verified.
+    report = reported(sealed_eval, held_out)
+    copy = tmp_path / "copy"
+    shutil.copytree(sealed_eval, copy)
+    shutil.rmtree(copy / "traces")
+    assert "does not verify" in failed_checks(copy)["runs"]
+    first, second = (Path(run.trace_path).parent for run in report.runs)
+    first.rename(first.with_name("swap"))
+    second.rename(first)
+    first.with_name("swap").rename(second)
+    assert "holds another run" in failed_checks(sealed_eval)["runs"]

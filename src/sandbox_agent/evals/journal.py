@@ -51,6 +51,8 @@ JOURNAL_SCHEMA = 2
 """2: each run's line is signed (schema 1's unsigned lines are never reused)."""
 MAX_JOURNAL_BYTES = 256 * 1024 * 1024
 """A journal over this size is refused (about 50,000 runs' lines)."""
+TRACES_DIR = "traces"
+"""Each run's folder, ``RESULTS_DIR/traces/<run id>/`` (``eval --results-dir``)."""
 NODE_KEYS_DIR = "nodes"
 """``eval --ray``: ``<ip>-<node id>.pub`` per node, the key its runs were sealed with."""
 
@@ -112,7 +114,9 @@ def run_folder_check(results_dir: Path, public_key: Ed25519PublicKey | None = No
     def check(record: RunRecord) -> str | None:
         if not record.trace_path:
             return "it names no run folder"
-        run_dir = Path(record.trace_path).parent
+        # The folder as it is in this results folder (a copy handed to a reviewer holds
+        # its own), never where the record's absolute path pointed when it was written.
+        run_dir = results_dir / TRACES_DIR / Path(record.trace_path).parent.name
         key = public_key
         if record.node is not None:
             node_key = results_dir / NODE_KEYS_DIR / f"{record.node.replace('/', '-')}.pub"
@@ -123,8 +127,10 @@ def run_folder_check(results_dir: Path, public_key: Ed25519PublicKey | None = No
         report = verify_run(run_dir, public_key=key, allow_missing_source=True, rehash_source=False)
         if not report.ok:
             return f"its run folder {run_dir} does not verify ({', '.join(report.failed())})"
-        sealed = json.loads(read_bounded(run_dir / EVIDENCE_FILE))
-        if sealed["record"]["result"].get("status") != record.status:
+        sealed = json.loads(read_bounded(run_dir / EVIDENCE_FILE))["record"]["result"]
+        if sealed.get("run_id") != run_dir.name:
+            return f"its run folder {run_dir} holds another run ({sealed.get('run_id')})"
+        if sealed.get("status") != record.status:
             return f"its run folder {run_dir} sealed another status"
         return None
 
