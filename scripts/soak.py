@@ -94,21 +94,52 @@ def main(argv: list[str] | None = None) -> int:
             run = run_once(index, args.order, seed, args.pytest_args)
             runs.append(run)
             seed_note = f" seed {seed}" if seed is not None else ""
-            print(f"soak run {index}/{args.runs}{seed_note}: {run.summary} ({run.seconds} s)")
+            print(
+                f"soak run {index}/{args.runs}{seed_note}: {run.summary} ({run.seconds} s)",
+                flush=True,
+            )
             for test_id in run.failed:
-                print(f"  failed: {test_id}")
+                print(f"  failed: {test_id}", flush=True)
+            # After every run, not only at the end: a soak is hours long, and the runs
+            # already made are evidence even when the session around it stops.
+            write_summary(runs, args.runs, args.load, args.order)
     failures = sum(run.exit_code != 0 for run in runs)
+    print(f"soak: {len(runs)} runs, load {args.load}, order {args.order}, failures: {failures}")
+    return 0 if failures == 0 else 1
+
+
+def write_summary(runs: list[SoakRun], planned: int, load: int, order: str) -> None:
+    """``.soak/summary.json``, replaced whole (temp file, then rename)."""
     summary = {
         "runs": len(runs),
-        "load": args.load,
-        "order": args.order,
-        "failures": failures,
+        "planned": planned,
+        "load": load,
+        "order": order,
+        "failures": sum(run.exit_code != 0 for run in runs),
+        "commit": _commit(),
         "date": time.strftime("%Y-%m-%d"),
         "detail": [asdict(run) for run in runs],
     }
-    (OUT_DIR / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
-    print(f"soak: {len(runs)} runs, load {args.load}, order {args.order}, failures: {failures}")
-    return 0 if failures == 0 else 1
+    partial = OUT_DIR / "summary.json.partial"
+    partial.write_text(json.dumps(summary, indent=1) + "\n")
+    partial.replace(OUT_DIR / "summary.json")
+
+
+def _commit() -> str | None:
+    """The commit the soak ran on (with ``+dirty`` for local changes), or None outside git."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return f"{head}+dirty" if dirty else head
 
 
 if __name__ == "__main__":
