@@ -22,6 +22,8 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+EXPECT_TIMEOUT_MS = 30_000
+"""How long an ``expect(...)`` waits for the page, unless the call says otherwise."""
 
 
 def require_chromium() -> None:
@@ -36,9 +38,12 @@ def require_chromium() -> None:
 def chromium() -> Iterator[Any]:
     """A launched browser (``playwright.sync_api.Browser``), closed afterwards."""
     require_chromium()
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as playwright:
+        # Playwright's ``expect`` gives up after 5 s: a loaded machine's browser can take
+        # longer to show what is already true. A page that never shows it still fails.
+        expect.set_options(timeout=EXPECT_TIMEOUT_MS)
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
             yield browser

@@ -18,6 +18,16 @@ from collections.abc import Generator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property tests check what is computed, never how fast: Hypothesis's defaults fail an
+# example that takes over 200 ms ("deadline") or data that is slow to make ("too_slow"),
+# and a loaded machine or a late garbage collection does both. One profile for every
+# property test, so a new one cannot forget it.
+settings.register_profile(
+    "sandbox-agent", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("sandbox-agent")
 
 REQUIRE_DOCKER_ENV = "SANDBOX_AGENT_REQUIRE_DOCKER"
 REQUIRE_LOCALMODEL_ENV = "SANDBOX_AGENT_REQUIRE_LOCALMODEL"

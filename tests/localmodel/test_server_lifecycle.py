@@ -22,6 +22,8 @@ from sandbox_agent.localmodel.build import BUILD_RECORD, BuildRecord, build_key,
 from sandbox_agent.localmodel.fetch import _stamp, record_path
 
 FAKE = Path(__file__).with_name("fake_llama_server.py")
+WAITER_DEADLINE_S = 30.0
+"""How long a test gives the waiter to see its server end and say so (a condition, polled)."""
 
 
 @pytest.fixture
@@ -151,12 +153,12 @@ def test_a_stopped_server_leaves_its_waiter_gone_and_says_so(installed: Path) ->
     assert process.command_line(waiter) is not None  # the server's parent, not us
     assert waiter != os.getpid()
     server.stop()
-    assert process.wait_ended(Path(record.log_file), record.pid) == "killed by signal 15 (SIGTERM)"
-    for _ in range(100):
-        if process.command_line(waiter) is None:
-            break
+    ended = process.wait_ended(Path(record.log_file), record.pid, within=WAITER_DEADLINE_S)
+    assert ended == "killed by signal 15 (SIGTERM)"
+    deadline = time.monotonic() + WAITER_DEADLINE_S
+    while process.command_line(waiter) is not None:
+        assert time.monotonic() < deadline, "the waiter outlived its server"
         time.sleep(0.05)
-    assert process.command_line(waiter) is None
 
 
 def test_a_server_never_ready_is_stopped_at_the_deadline(installed: Path) -> None:
@@ -166,10 +168,10 @@ def test_a_server_never_ready_is_stopped_at_the_deadline(installed: Path) -> Non
     # Stopped, not left listening: its waiter saw it end by our SIGTERM. (Not "its port
     # refuses": another process on this machine may take a freed port at once.)
     log = paths.server_dir() / server.LOG_FILE
-    for _ in range(100):  # the waiter writes its line just after it reaps the server
-        ended = [line for line in log.read_text().splitlines() if process.ENDED_MARK in line]
-        if ended:
-            break
+    deadline, mark = time.monotonic() + WAITER_DEADLINE_S, process.ENDED_MARK
+    # the waiter writes its line just after it reaps the server
+    while not (ended := [line for line in log.read_text().splitlines() if mark in line]):
+        assert time.monotonic() < deadline, "the waiter wrote no line"
         time.sleep(0.05)
     assert len(ended) == 1
     assert ended[0].endswith("killed by signal 15 (SIGTERM)")

@@ -228,7 +228,8 @@ def test_the_request_timeout_is_a_flag_for_slow_servers(
     hasty = provider(server, online, request_timeout_seconds=0.3, max_calls=2)
     with pytest.raises((InfrastructureError, BudgetExhausted)):
         hasty.complete(request())
-    patient = provider(server, online, request_timeout_seconds=10)
-    server.answers.clear()
-    server.answers.append(slow)
-    assert json.loads(patient.complete(request()).text)["tool"] == "read_file"
+    # Its own server: a hasty attempt the first server reads late would take the answer
+    # scripted for the patient one.
+    with FakeModelServer([slow]) as other:
+        patient = provider(other, online, request_timeout_seconds=10)
+        assert json.loads(patient.complete(request()).text)["tool"] == "read_file"

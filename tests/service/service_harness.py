@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import threading
 import time
@@ -13,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from browser_harness import chromium
 from sandbox_agent.service import ServiceSettings, create_app
 from sandbox_agent.service.executor import RunFunction
 from sandbox_agent.service.fake_run import FakeRunFunction
@@ -140,7 +140,7 @@ def server(
     return start_server(make_settings(), FakeRunFunction(seconds=0.2))
 
 
-def wait_finished(client: httpx.Client, run_id: str, timeout: float = 20) -> dict[str, Any]:
+def wait_finished(client: httpx.Client, run_id: str, timeout: float = 60) -> dict[str, Any]:
     """Poll ``GET /runs/{id}`` until the run leaves QUEUED/RUNNING."""
     deadline = time.monotonic() + timeout
     while True:
@@ -151,38 +151,14 @@ def wait_finished(client: httpx.Client, run_id: str, timeout: float = 20) -> dic
         time.sleep(0.05)
 
 
-def wait_status(client: httpx.Client, run_id: str, status: str, timeout: float = 10) -> None:
+def wait_status(client: httpx.Client, run_id: str, status: str, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while client.get(f"/runs/{run_id}").json()["status"] != status:
         assert time.monotonic() < deadline, f"run {run_id} never became {status}"
         time.sleep(0.02)
 
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
 @pytest.fixture
 def browser_page() -> Iterator[object]:
-    if not CHROMIUM.exists():
-        message = f"{CHROMIUM} is missing: 'make browser' installs Debian's chromium"
-        if os.environ.get("CI"):
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield browser.new_page(viewport={"width": 1200, "height": 900})
-        finally:
-            browser.close()
+    with chromium() as browser:
+        yield browser.new_page(viewport={"width": 1200, "height": 900})

@@ -90,10 +90,26 @@ def test_the_run_function_gets_the_fixture_by_name_and_an_inline_plan(
 def test_server_sent_events_replay_then_follow_live_then_end(
     make_settings: Callable[..., ServiceSettings], start_server: Callable[..., LiveServer]
 ) -> None:
-    server = start_server(make_settings(), FakeRunFunction(seconds=2.0))
+    # "Live" is shown by cause, not by timing: the run holds after its first tool call
+    # until the test has read that call from the stream. A stream that sent only at the
+    # end would leave the run held (and ``released`` false).
+    seen_first_call = threading.Event()
+    released: list[bool] = []
+
+    class HeldAfterFirstCall(FakeRunFunction):
+        def __call__(self, config, *, on_event=None, **kwargs):  # type: ignore[no-untyped-def]
+            def emit(event: dict[str, object]) -> None:
+                assert on_event is not None
+                on_event(event)
+                if event.get("event") == "tool_call" and event.get("step") == 1:
+                    released.append(seen_first_call.wait(60))
+
+            return super().__call__(config, on_event=emit, **kwargs)
+
+    server = start_server(make_settings(), HeldAfterFirstCall(seconds=0.5))
     with server.client() as client:
         run_id = client.post("/runs", json=SUBMISSION).json()["id"]
-        received: list[tuple[str, str, float]] = []
+        received: list[tuple[str, str]] = []
         with client.stream("GET", f"/runs/{run_id}/events") as stream:
             assert stream.headers["content-type"].startswith("text/event-stream")
             name = ""
@@ -101,14 +117,15 @@ def test_server_sent_events_replay_then_follow_live_then_end(
                 if line.startswith("event: "):
                     name = line[7:]
                 elif line.startswith("data: "):
-                    received.append((name, line[6:], time.monotonic()))
+                    received.append((name, line[6:]))
+                    if json.loads(line[6:]).get("event") == "tool_call":
+                        seen_first_call.set()
         finished = client.get(f"/runs/{run_id}").json()
         assert finished["status"] == "SUCCEEDED"
-        names = [name for name, _, _ in received]
+        assert released == [True], "the first tool call reached the stream while the run ran"
+        names = [name for name, _ in received]
         assert names == ["trace"] * 7 + ["end"]
         assert json.loads(received[-1][1])["status"] == "SUCCEEDED"
-        # live: the tool-call events arrived spread over the run, not all at its end
-        assert received[5][2] - received[1][2] > 0.8
         # a second stream of a finished run replays everything, and resumes after an id
         replay = client.get(f"/runs/{run_id}/events").text
         assert replay.count("event: trace") == 7
@@ -117,7 +134,7 @@ def test_server_sent_events_replay_then_follow_live_then_end(
         assert resumed.startswith("id: 6\n")
 
 
-def test_cancel_reaches_a_running_run_within_a_second_and_drops_a_queued_one(
+def test_cancel_stops_a_running_run_and_drops_a_queued_one(
     make_settings: Callable[..., ServiceSettings], start_server: Callable[..., LiveServer]
 ) -> None:
     server = start_server(make_settings(max_concurrent=1), FakeRunFunction(seconds=30))
@@ -130,9 +147,12 @@ def test_cancel_reaches_a_running_run_within_a_second_and_drops_a_queued_one(
         assert answer.json() == {"id": queued, "status": "CANCELLED"}
         began = time.monotonic()
         assert client.post(f"/runs/{running}/cancel").json()["status"] == "RUNNING"
-        run = wait_finished(client, running, timeout=5)
-        assert time.monotonic() - began < 1.5
+        run = wait_finished(client, running, timeout=20)
+        # Stopped by the cancel, not by the run's own end (30 s). How fast a cancel lands
+        # is a benchmark's question; on a loaded machine it is not a second.
+        assert time.monotonic() - began < 20
         assert run["status"] == "CANCELLED"
+        assert run["reason"] == "cancelled by the user"
         assert client.get(f"/runs/{queued}").json()["reason"] == "cancelled before it started"
         # cancelling a finished run changes nothing
         assert client.post(f"/runs/{running}/cancel").json()["status"] == "CANCELLED"
@@ -191,14 +211,17 @@ def test_a_full_queue_answers_429_with_retry_after(
 def test_submissions_are_rate_limited_per_client(
     make_settings: Callable[..., ServiceSettings], start_server: Callable[..., LiveServer]
 ) -> None:
-    settings = make_settings(rate_burst=3, rate_per_second=0.5, max_concurrent=1)
+    # A token comes back every 100 s: slow enough that no pause of a loaded machine
+    # refills one between the posts (at 0.5/s, a 2 s pause did).
+    settings = make_settings(rate_burst=3, rate_per_second=0.01, max_concurrent=1)
     server = start_server(settings, FakeRunFunction())
     with server.client() as client:
         codes = [client.post("/runs", json=SUBMISSION).status_code for _ in range(4)]
         assert codes == [202, 202, 202, 429]
         limited = client.post("/runs", json=SUBMISSION)
         assert limited.status_code == 429
-        assert 1 <= int(limited.headers["retry-after"]) <= 2
+        # the wait for the next token: 100 s less what has passed since the first post
+        assert 50 <= int(limited.headers["retry-after"]) <= 100
         assert client.get("/runs").status_code == 200, "reads are not rate limited"
 
 

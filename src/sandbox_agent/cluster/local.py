@@ -15,7 +15,6 @@ import contextlib
 import functools
 import os
 import signal
-import socket
 import sys
 import tempfile
 import time
@@ -26,6 +25,7 @@ from pydantic import BaseModel, ConfigDict
 
 from sandbox_agent.cluster.node import DEFAULT_SLOTS, RayStart
 from sandbox_agent.errors import SetupError, UsageError
+from sandbox_agent.ports import free_port
 from sandbox_agent.sandbox.base import Runtime
 from sandbox_agent.sandbox.owner import process_start_time
 from sandbox_agent.settings import state_home
@@ -73,14 +73,6 @@ class LocalCluster(BaseModel):
     @property
     def head_ip(self) -> str:
         return self.address.rpartition(":")[0]
-
-
-def free_port(ip: str) -> int:
-    """A port the OS says is free on ``ip`` now (Ray binds it a moment later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((ip, 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def _spawn(start: RayStart, runtimes: Sequence[Runtime], log: Path, env: Mapping[str, str]) -> int:

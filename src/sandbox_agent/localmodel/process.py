@@ -20,7 +20,6 @@ import errno
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -28,6 +27,8 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+from sandbox_agent import ports
 
 LOOPBACK = "127.0.0.1"
 HEALTH_POLL_SECONDS = 0.25
@@ -153,22 +154,9 @@ def stop_group(pid: int, *, grace: float = STOP_GRACE_SECONDS) -> None:
             time.sleep(0.05)
 
 
-def free_port() -> int:
-    """A TCP port free on loopback right now (the server binds it a moment later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((LOOPBACK, 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 def port_in_use(port: int) -> bool:
     """Whether something already listens on (or holds) ``LOOPBACK:port``."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        try:
-            probe.bind((LOOPBACK, port))
-        except OSError:
-            return True
-    return False
+    return not ports.bindable(LOOPBACK, port)
 
 
 def health(base: str, *, timeout: float = 2.0) -> str:

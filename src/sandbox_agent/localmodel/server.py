@@ -22,6 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sandbox_agent import ports
 from sandbox_agent.errors import SetupError
 from sandbox_agent.localmodel import paths, pins, process
 from sandbox_agent.localmodel.build import BuildRecord, build_options, find_build
@@ -226,7 +227,7 @@ def _start(settings: ServerSettings, previous: ServerRecord | None) -> ServerRec
     os.chmod(log, 0o600)
     # A free port can be taken between the probe and the server's bind: one more try.
     for attempt in (1, 2):
-        port = settings.port or process.free_port()
+        port = settings.port or ports.free_port(process.LOOPBACK)
         record = ServerRecord(
             pid=0,
             port=port,
