@@ -43,10 +43,13 @@ TERMINAL = {
     "SANDBOX_ERROR",
 }
 TASK = "Page numbers start at 1; fix the paginator so that the tests pass."
-SHORT = Budgets(max_iterations=3, max_wall_seconds=600)
-"""Three turns bound the run; the wall clock only guards it. A first turn takes ~12 s on
-an idle machine and took more than 240 s when three model servers shared the 2 cores
-(a TIMEOUT before any turn: nothing left to check). 600 s is under the test's 900 s."""
+SHORT = Budgets(max_iterations=2, max_wall_seconds=600)
+"""Two turns bound the run (the second carries the first's exchange in its history); the
+wall clock only guards it. A first turn takes ~12 s on an idle machine and took more than
+240 s when three model servers shared the 2 cores (a TIMEOUT before any turn: nothing
+left to check). With three turns, a soak under two busy loops on a slower CPU ran the
+anthropic run into its 600 s: the third turn is what a loaded machine could not afford,
+and it checked nothing the second does not. 600 s is under the test's 900 s."""
 
 
 @pytest.fixture(scope="module")
