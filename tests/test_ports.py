@@ -52,3 +52,13 @@ def test_every_candidate_held_falls_back_to_the_kernels_choice() -> None:
         port = ports.free_port("127.0.0.1", candidates=[taken])
         assert port != taken
         assert ports.bindable("127.0.0.1", port)
+
+
+def test_choosing_a_port_leaves_a_seeded_random_sequence_alone() -> None:
+    import random
+
+    random.seed(7)
+    expected = [random.random() for _ in range(3)]
+    random.seed(7)
+    ports.free_port("127.0.0.1")
+    assert [random.random() for _ in range(3)] == expected

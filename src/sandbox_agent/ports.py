@@ -22,12 +22,14 @@ FIXED_PORT_FLOOR = 20_000
 MIN_ROOM = 1_000
 """Fewer candidate ports than this below the ephemeral range: use the kernel's choice."""
 TRIES = 64
+_CHOOSER = random.SystemRandom()
+"""Not the module's ``random``: a seeded caller's sequence must not depend on our ports."""
 
 
 def free_port(host: str, *, candidates: Sequence[int] | None = None) -> int:
     """A TCP port free on ``host`` now, outside the ephemeral range where possible."""
     pool = fixed_candidates() if candidates is None else candidates
-    for port in random.sample(list(pool), k=min(TRIES, len(pool))):
+    for port in _CHOOSER.sample(pool, k=min(TRIES, len(pool))):
         if bindable(host, port):
             return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:

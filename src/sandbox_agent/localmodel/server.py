@@ -225,7 +225,8 @@ def _start(settings: ServerSettings, previous: ServerRecord | None) -> ServerRec
     log = folder / LOG_FILE
     log.write_bytes(b"")
     os.chmod(log, 0o600)
-    # A free port can be taken between the probe and the server's bind: one more try.
+    # A port can still be taken between the probe and the server's bind, by a program that
+    # binds that very number (ports.py keeps outgoing connections off it): one more try.
     for attempt in (1, 2):
         port = settings.port or ports.free_port(process.LOOPBACK)
         record = ServerRecord(
