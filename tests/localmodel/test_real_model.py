@@ -50,6 +50,11 @@ wall clock only guards it. A first turn takes ~12 s on an idle machine and took 
 left to check). With three turns, a soak under two busy loops on a slower CPU ran the
 anthropic run into its 600 s: the third turn is what a loaded machine could not afford,
 and it checked nothing the second does not. 600 s is under the test's 900 s."""
+REPLY_TOKENS = 128
+"""Each reply's cap. Under two busy loops on 2 cores, generation fell to 0.3-2 tokens/s
+(llama.cpp's two threads wait on each other at every layer while a busy loop holds the
+other core), so a reply may cost its cap times seconds. What is checked is the contract,
+which a cut reply (an invalid output) keeps as well as a whole one."""
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +92,7 @@ def test_the_local_provider_drives_a_real_run(local: server.ServerRecord, tmp_pa
         task=TASK,
         fixture="paginator",
         provider="local",
-        provider_options=ProviderOptions(ledger_path=str(ledger)),
+        provider_options=ProviderOptions(ledger_path=str(ledger), max_output_tokens=REPLY_TOKENS),
         budgets=SHORT,
         trace_dir=tmp_path / "runs",
     )
@@ -115,7 +120,7 @@ def test_the_anthropic_provider_drives_a_real_run_against_the_local_server(
             base_url=local.root,
             price_per_mtok_in=0,
             price_per_mtok_out=0,
-            max_output_tokens=256,
+            max_output_tokens=REPLY_TOKENS,
             ledger_path=str(ledger),
             request_timeout_seconds=SHORT.max_wall_seconds,
         ),
@@ -137,8 +142,11 @@ def test_a_server_that_dies_mid_run_ends_it_with_a_provider_error(
             task=TASK,
             fixture="paginator",
             provider="local",
-            provider_options=ProviderOptions(ledger_path=str(ledger)),
-            budgets=Budgets(max_iterations=4, max_wall_seconds=240),
+            # The server dies after the first turn, whatever it said: a short reply, and
+            # the wall clock a guard only (a first turn on a fresh server under two busy
+            # loops took over 240 s: a TIMEOUT before the kill, nothing left to check).
+            provider_options=ProviderOptions(ledger_path=str(ledger), max_output_tokens=64),
+            budgets=Budgets(max_iterations=2, max_wall_seconds=600),
             trace_dir=tmp_path / "runs",
         )
 
