@@ -166,8 +166,13 @@ def test_a_server_that_dies_mid_run_ends_it_with_a_provider_error(
 
 
 def test_a_history_that_outgrows_a_small_context_is_fitted_not_refused(tmp_path: Path) -> None:
-    """A transcript grown past a 4096-token server: old observations are elided, the
-    server accepts every request, and its own prompt counts stay within the window."""
+    """A transcript grown past a 2048-token server: old observations are elided, the
+    server accepts every request, and its own prompt counts stay within the window.
+
+    Small on purpose: each turn here is processed whole (the history is made up, so the
+    server's prompt cache keeps little), and under two busy loops 4 turns of a 4096-token
+    window with 4-copy observations took 676 s of the test's 900. The last two exchanges
+    are never elided (``KEEP_LAST_TURNS``), so the fourth turn is the first that can be."""
     from sandbox_agent.controller.context import ContextFitter
     from sandbox_agent.controller.records import SYSTEM_PROMPT
     from sandbox_agent.providers.base import Exchange, ModelRequest
@@ -176,8 +181,8 @@ def test_a_history_that_outgrows_a_small_context_is_fitted_not_refused(tmp_path:
     from sandbox_agent.settings import PROJECT_ROOT
 
     source = (PROJECT_ROOT / "fixtures" / "paginator" / "paginator" / "core.py").read_text()
-    observation = json.dumps({"tool": "read_file", "ok": True, "result": {"text": source * 4}})
-    context, reply_cap = 4096, 16
+    observation = json.dumps({"tool": "read_file", "ok": True, "result": {"text": source * 2}})
+    context, reply_cap = 2048, 16
     with real_server(tmp_path / "small", server.ServerSettings(context_tokens=context)):
         provider = create(
             ProviderOptions(ledger_path=str(tmp_path / "l.sqlite3"), max_output_tokens=reply_cap)
