@@ -212,7 +212,7 @@ def test_submissions_are_rate_limited_per_client(
     make_settings: Callable[..., ServiceSettings], start_server: Callable[..., LiveServer]
 ) -> None:
     # A token comes back every 100 s: slow enough that no pause of a loaded machine
-    # refills one between the posts (at 0.5/s, a 2 s pause did).
+    # refills one between the posts (at 0.5/s, a 2 s pause would).
     settings = make_settings(rate_burst=3, rate_per_second=0.01, max_concurrent=1)
     server = start_server(settings, FakeRunFunction())
     with server.client() as client:

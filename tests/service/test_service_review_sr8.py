@@ -332,7 +332,7 @@ def test_s8_2_a_store_error_outlasting_the_busy_timeout_kills_no_worker(
 ) -> None:
     settings = make_settings(max_concurrent=1, db_busy_timeout_s=0.5)
     # The run makes its writes only once the lock is held: on a loaded machine a test
-    # thread late by a second found the run's writes already made, and /health stayed ok.
+    # thread late by a second could find the run's writes made, and /health staying ok.
     locked = threading.Event()
 
     class HeldUntilLocked(FakeRunFunction):

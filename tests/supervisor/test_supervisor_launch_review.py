@@ -323,7 +323,7 @@ def test_the_forked_runner_keeps_to_the_deadline_and_the_output_budget(tmp_path:
     assert flood["report"]["output_truncated"]
     assert flood["report"]["output_bytes"] == 10_000
     # The deadline leaves the runner time to import, discover and flood before the hang
-    # ignores SIGTERM (1 s did not, on a loaded machine); the hang itself is a minute.
+    # ignores SIGTERM (1 s left little room on a loaded machine); the hang is a minute.
     hang = _pid1(tmp_path, "fork", deadline_s=4.0)
     assert hang["report"]["timed_out"]
     assert hang["report"]["signal"] == 9

@@ -82,7 +82,7 @@ def test_binary_and_unterminated_output_arrives_byte_for_byte() -> None:
 
 def test_the_deadline_kills_a_workload_that_ignores_sigterm() -> None:
     # SIGTERM is ignored before the clock can run out: coreutils' env ignores it and execs
-    # Python, which keeps it ignored. Set by Python itself, it raced Python's start-up.
+    # Python, which keeps it ignored. Set by Python itself, it would race Python's start.
     argv = ["env", "--ignore-signal=TERM", sys.executable, "-c", "import time; time.sleep(30)"]
     run = run_supervised("", argv=argv, deadline_s=0.5, kill_grace_s=0.3)
     report = run.exit_report

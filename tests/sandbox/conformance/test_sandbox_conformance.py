@@ -408,8 +408,8 @@ def test_writing_past_fsize_fails(backend: DockerBackend, workspace: Path, runti
 def test_ignoring_sigterm_past_the_deadline_is_a_timeout(
     backend: DockerBackend, workspace: Path, runtime: str
 ) -> None:
-    # SIGTERM is ignored before the workload's clock can run out: set in Python, it raced
-    # a 2 s deadline against Python's start on a loaded gVisor (then exit 143, not 137).
+    # SIGTERM is ignored before the workload's clock can run out: set in Python, it would
+    # race a 2 s deadline against Python's start on a loaded gVisor (exit 143, not 137).
     # coreutils' ``env`` ignores it before it execs Python, which keeps it ignored (the
     # image has no shell for a ``trap``).
     request = SandboxRequest(
