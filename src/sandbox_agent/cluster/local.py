@@ -26,8 +26,8 @@ from pydantic import BaseModel, ConfigDict
 from sandbox_agent.cluster.node import DEFAULT_SLOTS, RayStart
 from sandbox_agent.errors import SetupError, UsageError
 from sandbox_agent.ports import free_port
+from sandbox_agent.procstat import is_gone_or_zombie, process_start_time
 from sandbox_agent.sandbox.base import Runtime
-from sandbox_agent.sandbox.owner import process_start_time
 from sandbox_agent.settings import state_home
 
 HEAD_IP = "127.0.0.2"
@@ -99,20 +99,12 @@ def _wait_started(pid: int, log: Path, deadline: float) -> None:
         text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
         if STARTED_MARK in text:
             return
-        if process_start_time(pid) is None or _is_zombie(pid):
+        if is_gone_or_zombie(pid):
             break
         time.sleep(0.2)
     tail = log.read_text(encoding="utf-8", errors="replace")[-1500:] if log.exists() else ""
     _stop_group(pid, None, grace_s=5.0)
     raise SetupError(f"a Ray node did not start (log {log}):\n{tail}")
-
-
-def _is_zombie(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return True
-    return stat.rpartition(")")[2].split()[0] == "Z"
 
 
 def _spawn_worker(
@@ -337,4 +329,4 @@ def load(path: Path | None = None) -> LocalCluster | None:
 def alive(cluster: LocalCluster) -> bool:
     """True when the head's ``ray start`` process still runs (same process, not a reuse)."""
     head = next(node for node in cluster.nodes if node.head)
-    return process_start_time(head.pid) == head.start_time and not _is_zombie(head.pid)
+    return process_start_time(head.pid) == head.start_time and not is_gone_or_zombie(head.pid)

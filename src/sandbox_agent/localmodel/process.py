@@ -28,7 +28,7 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from sandbox_agent import ports
+from sandbox_agent import ports, procstat
 
 LOOPBACK = "127.0.0.1"
 HEALTH_POLL_SECONDS = 0.25
@@ -133,13 +133,7 @@ def started(pid: int, log: Path) -> bool:
     and until then ``/proc/<pid>/cmdline`` reads empty. Read as "not ours", that window
     had a healthy server stopped at start with no output, on a busy machine (CI, twice).
     """
-    if how_it_ended(log, pid) is not None:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[:1] != ["Z"]
+    return how_it_ended(log, pid) is None and not procstat.is_gone_or_zombie(pid)
 
 
 def stop_group(pid: int, *, grace: float = STOP_GRACE_SECONDS) -> None:

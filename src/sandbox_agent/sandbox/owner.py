@@ -11,22 +11,12 @@ import functools
 import os
 import socket
 
+from sandbox_agent.procstat import process_start_time
+
 LABEL_SANDBOX = "sandbox-agent.sandbox"
 """Present (value ``1``) on every sandbox container: lists them all."""
 LABEL_OWNER = "sandbox-agent.owner"
 """``<host>:<pid>:<start time>`` of the controller process that created the container."""
-
-
-def process_start_time(pid: int) -> str | None:
-    """The start time of ``pid`` in clock ticks since boot, or None if there is no such process."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
-            stat = handle.read()
-    except OSError:
-        return None
-    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
-    fields = stat.rpartition(")")[2].split()
-    return fields[19] if len(fields) > 19 else None
 
 
 @functools.cache

@@ -16,20 +16,12 @@ import threading
 import time
 from pathlib import Path
 
+from sandbox_agent.procstat import process_start_time
+
 WORKSPACE_PREFIX = "sandbox-agent-ws-"
 OWNER_FILE = "owner.json"
 UNLABELLED_GRACE_S = 300.0
 """A folder without a label is young (being created) for this long, then reaped."""
-
-
-def process_start_time(pid: int) -> str | None:
-    """The start time of ``pid`` in clock ticks since boot (``/proc/PID/stat`` field 22)."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return None
-    fields = text.rsplit(")", 1)[-1].split()
-    return fields[19] if len(fields) > 19 else None
 
 
 def owner_record() -> dict[str, object]:
