@@ -228,6 +228,7 @@ def run(args: argparse.Namespace) -> int:
     from sandbox_agent.errors import UsageError
     from sandbox_agent.evals.executor import EvalOptions
     from sandbox_agent.evals.progress import ProgressBar
+    from sandbox_agent.evals.records import TRACES_DIR
     from sandbox_agent.evals.report import default_results_dir, make_report, write_report
     from sandbox_agent.evals.suites import SuiteOptions, build_cases
 
@@ -251,7 +252,7 @@ def run(args: argparse.Namespace) -> int:
         runtime=args.runtime,
         repeats=args.repeats,
         jobs=args.jobs,
-        trace_dir=(results / "traces").resolve(),
+        trace_dir=(results / TRACES_DIR).resolve(),
         max_iterations=args.max_iterations,
         max_wall_seconds=args.max_wall_seconds,
         deps=deps,

@@ -40,7 +40,7 @@ from pydantic import ValidationError
 
 from sandbox_agent.errors import UsageError
 from sandbox_agent.evals.cases import EvalCase
-from sandbox_agent.evals.records import HARNESS_ERROR, RunRecord
+from sandbox_agent.evals.records import HARNESS_ERROR, TRACES_DIR, RunRecord
 from sandbox_agent.evidence.chain import read_bounded
 from sandbox_agent.evidence.keys import fingerprint, load_or_create_signing_key, load_public_key
 from sandbox_agent.evidence.seal import EVIDENCE_FILE, canonical_json
@@ -51,8 +51,6 @@ JOURNAL_SCHEMA = 2
 """2: each run's line is signed (schema 1's unsigned lines are never reused)."""
 MAX_JOURNAL_BYTES = 256 * 1024 * 1024
 """A journal over this size is refused (about 50,000 runs' lines)."""
-TRACES_DIR = "traces"
-"""Each run's folder, ``RESULTS_DIR/traces/<run id>/`` (``eval --results-dir``)."""
 NODE_KEYS_DIR = "nodes"
 """``eval --ray``: ``<ip>-<node id>.pub`` per node, the key its runs were sealed with."""
 

@@ -35,6 +35,8 @@ class HeldOutVerdict(BaseModel):
 
 HARNESS_ERROR = "HARNESS_ERROR"
 """The status of a run the harness could not carry out or score (never a model result)."""
+TRACES_DIR = "traces"
+"""Each run's folder in an evaluation's results: ``RESULTS_DIR/traces/<run id>/``."""
 
 
 class RunRecord(BaseModel):

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from sandbox_agent.controller.models import RunResult
 from sandbox_agent.errors import UsageError
+from sandbox_agent.evals.records import TRACES_DIR
 from sandbox_agent.evals.report import EvalReport
 from sandbox_agent.evidence import VerifyReport
 from sandbox_agent.evidence.verify import strict_json
@@ -31,7 +32,7 @@ from sandbox_agent.viewer.settings import HEAD_BYTES
 from sandbox_agent.viewer.verdict import folder_verdict
 
 MAX_PROBLEM_CHARS = 300
-EVAL_TRACES = "traces"
+EVAL_TRACES = TRACES_DIR
 
 
 class RunListing(BaseModel):
