@@ -4,7 +4,10 @@ or other port-0 bind can take it before the server binds it."""
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from sandbox_agent import ports
 
@@ -17,17 +20,22 @@ def test_the_port_is_free_and_below_the_ephemeral_range() -> None:
         assert ports.bindable("127.0.0.1", port)
 
 
-def test_a_held_port_is_never_chosen() -> None:
+@pytest.fixture
+def taken() -> Iterator[int]:
+    """A port a listener holds for the test."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
         held.bind(("127.0.0.1", 0))
         held.listen()
-        taken = held.getsockname()[1]
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            probe.bind(("127.0.0.1", 0))
-            free = probe.getsockname()[1]
-        assert not ports.bindable("127.0.0.1", taken)
-        for _ in range(20):
-            assert ports.free_port("127.0.0.1", candidates=[taken, free]) == free
+        yield held.getsockname()[1]
+
+
+def test_a_held_port_is_never_chosen(taken: int) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        free = probe.getsockname()[1]
+    assert not ports.bindable("127.0.0.1", taken)
+    for _ in range(20):
+        assert ports.free_port("127.0.0.1", candidates=[taken, free]) == free
 
 
 def test_no_room_below_the_ephemeral_range_falls_back_to_the_kernels_choice(
@@ -44,14 +52,10 @@ def test_no_room_below_the_ephemeral_range_falls_back_to_the_kernels_choice(
     assert ports.bindable("127.0.0.1", port)
 
 
-def test_every_candidate_held_falls_back_to_the_kernels_choice() -> None:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
-        held.bind(("127.0.0.1", 0))
-        held.listen()
-        taken = held.getsockname()[1]
-        port = ports.free_port("127.0.0.1", candidates=[taken])
-        assert port != taken
-        assert ports.bindable("127.0.0.1", port)
+def test_every_candidate_held_falls_back_to_the_kernels_choice(taken: int) -> None:
+    port = ports.free_port("127.0.0.1", candidates=[taken])
+    assert port != taken
+    assert ports.bindable("127.0.0.1", port)
 
 
 def test_choosing_a_port_leaves_a_seeded_random_sequence_alone() -> None:

@@ -84,6 +84,26 @@ def read_response(connection: socket.socket) -> bytes:
     return head + b"\r\n\r\n" + body
 
 
+class HeldAfterFirstCall(FakeRunFunction):
+    """A fake run that holds after its first tool call until ``release`` is set, so a
+    test can show it saw that call while the run went on ("live") by cause, not by time.
+    ``released`` says, per run, whether the release came within a minute."""
+
+    def __init__(self, release: threading.Event, seconds: float = 0.0) -> None:
+        super().__init__(seconds)
+        self.release = release
+        self.released: list[bool] = []
+
+    def __call__(self, config, *, on_event=None, **kwargs):  # type: ignore[no-untyped-def]
+        def emit(event: dict[str, object]) -> None:
+            assert on_event is not None
+            on_event(event)
+            if event.get("event") == "tool_call" and event.get("step") == 1:
+                self.released.append(self.release.wait(60))
+
+        return super().__call__(config, on_event=emit, **kwargs)
+
+
 def make_fixtures(root: Path) -> Path:
     folder = root / "fixtures"
     for name in FIXTURE_NAMES:

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 
 import httpx
-from service_harness import LiveServer, wait_finished, wait_status
+from service_harness import HeldAfterFirstCall, LiveServer, wait_finished, wait_status
 
 from sandbox_agent.service.fake_run import FAKE_DIFF, FakeRunFunction
 from sandbox_agent.service.settings import ServiceSettings
@@ -94,19 +94,8 @@ def test_server_sent_events_replay_then_follow_live_then_end(
     # until the test has read that call from the stream. A stream that sent only at the
     # end would leave the run held (and ``released`` false).
     seen_first_call = threading.Event()
-    released: list[bool] = []
-
-    class HeldAfterFirstCall(FakeRunFunction):
-        def __call__(self, config, *, on_event=None, **kwargs):  # type: ignore[no-untyped-def]
-            def emit(event: dict[str, object]) -> None:
-                assert on_event is not None
-                on_event(event)
-                if event.get("event") == "tool_call" and event.get("step") == 1:
-                    released.append(seen_first_call.wait(60))
-
-            return super().__call__(config, on_event=emit, **kwargs)
-
-    server = start_server(make_settings(), HeldAfterFirstCall(seconds=0.5))
+    held = HeldAfterFirstCall(seen_first_call, seconds=0.5)
+    server = start_server(make_settings(), held)
     with server.client() as client:
         run_id = client.post("/runs", json=SUBMISSION).json()["id"]
         received: list[tuple[str, str]] = []
@@ -122,7 +111,7 @@ def test_server_sent_events_replay_then_follow_live_then_end(
                         seen_first_call.set()
         finished = client.get(f"/runs/{run_id}").json()
         assert finished["status"] == "SUCCEEDED"
-        assert released == [True], "the first tool call reached the stream while the run ran"
+        assert held.released == [True], "the first tool call reached the stream while it ran"
         names = [name for name, _ in received]
         assert names == ["trace"] * 7 + ["end"]
         assert json.loads(received[-1][1])["status"] == "SUCCEEDED"

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from service_harness import TOKEN, LiveServer
+from service_harness import TOKEN, HeldAfterFirstCall, LiveServer
 
-from sandbox_agent.service.fake_run import FakeRunFunction
 from sandbox_agent.service.settings import ServiceSettings
 from sandbox_agent.settings import PROJECT_ROOT
 
@@ -41,18 +40,7 @@ def test_submit_watch_live_and_inspect_a_run_in_the_page(
     # The run holds after its first tool call until the page has shown it: "live" is
     # then a fact of the run, not a race between a 4 s run and a loaded browser.
     shown = threading.Event()
-
-    class HeldAfterFirstCall(FakeRunFunction):
-        def __call__(self, config, *, on_event=None, **kwargs):  # type: ignore[no-untyped-def]
-            def emit(event: dict[str, object]) -> None:
-                assert on_event is not None
-                on_event(event)
-                if event.get("event") == "tool_call" and event.get("step") == 1:
-                    shown.wait(60)
-
-            return super().__call__(config, on_event=emit, **kwargs)
-
-    server = start_server(make_settings(), HeldAfterFirstCall(seconds=1))
+    server = start_server(make_settings(), HeldAfterFirstCall(shown, seconds=1))
     problems: list[str] = []
     watch_problems(page, problems)
 
