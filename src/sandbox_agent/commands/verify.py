@@ -9,7 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sandbox_agent.evidence.verify import VerifyCheck
 
 HELP = (
     "check a run's signed evidence, trace hash chain, result, diff and fixture hash "
@@ -78,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def _print_checks(checks: list[Any]) -> None:
-    """One line per check (``VerifyCheck``): ``ok``/``FAIL``, its name, what it found."""
+def _print_checks(checks: list[VerifyCheck]) -> None:
+    """One line per check: ``ok``/``FAIL``, its name, what it found."""
     for check in checks:
         print(f"{'ok  ' if check.ok else 'FAIL'} {check.name:<12} {check.detail}")
