@@ -32,7 +32,7 @@ from sandbox_agent.errors import UsageError
 from sandbox_agent.evals.audit import verify_results
 from sandbox_agent.evals.cases import EvalCase
 from sandbox_agent.evals.executor import HARNESS_ERROR, EvalOptions, run_all
-from sandbox_agent.evals.journal import JOURNAL_FILE, Journal
+from sandbox_agent.evals.journal import JOURNAL_FILE, Journal, task_sha256
 from sandbox_agent.evals.progress import ProgressBar
 from sandbox_agent.evals.report import (
     HARNESS_NOTICE,
@@ -368,10 +368,10 @@ def test_journals_set_aside_in_the_same_second_are_all_kept(tmp_path: Path) -> N
 # sealed run folder both back it. ---------------------------------------------------------
 
 
-def sealing_run_task(config: RunConfig, **kwargs: object) -> RunResult:
-    """``fake_run_task``, leaving a run folder sealed with this host's key, as the
-    controller does (a one-event trace, the result, the diff, evidence.json)."""
-    result = fake_run_task(config, **kwargs)  # type: ignore[arg-type]
+def seal_result(config: RunConfig, result: RunResult) -> RunResult:
+    """Leave ``result``'s run folder sealed with this host's key, as the controller does (a
+    one-event trace, the result, the diff, evidence.json with the result's fixture
+    hashes); the result, naming its trace."""
     assert config.trace_dir is not None
     run_dir = config.trace_dir / result.run_id
     run_dir.mkdir(parents=True)
@@ -394,8 +394,8 @@ def sealing_run_task(config: RunConfig, **kwargs: object) -> RunResult:
         run_dir,
         {
             "result": data,
-            "fixture_sha256_before": "abc",
-            "fixture_sha256_after": "abc",
+            "fixture_sha256_before": result.fixture.sha256_before,
+            "fixture_sha256_after": result.fixture.sha256_after,
             "diff_sha256": hashlib.sha256(result.diff.encode()).hexdigest(),
             "image_id": "sha256:" + "ab" * 32,
             "spec_sha256s": [],
@@ -408,7 +408,18 @@ def sealing_run_task(config: RunConfig, **kwargs: object) -> RunResult:
     return result
 
 
-IDENTITY: dict[str, object] = {"suite": "fixtures", "control": False}
+def sealing_run_task(config: RunConfig, **kwargs: object) -> RunResult:
+    """``fake_run_task``, leaving a run folder sealed as the controller does."""
+    return seal_result(config, fake_run_task(config, **kwargs))  # type: ignore[arg-type]
+
+
+IDENTITY: dict[str, object] = {
+    "suite": "fixtures",
+    "control": False,
+    "provider": "scripted",
+    "model": None,
+    "runtime": "runc",
+}
 
 
 @pytest.fixture
@@ -574,14 +585,26 @@ def reported(results: Path, held_out: Path) -> EvalReport:
     return report
 
 
+def harness_task_hashes(results: Path) -> Callable[[dict[str, object], list[str]], dict[str, str]]:
+    """The task hashes of this harness's cases (``case``), as ``verify RESULTS_DIR`` would
+    rebuild them from the identity were they tasks of ``evals/tasks.json``."""
+    held = results.parent / "held"
+
+    def hashes(identity: dict[str, object], task_ids: list[str]) -> dict[str, str]:
+        cases = [case(task_id.removeprefix("task-"), held) for task_id in task_ids]
+        return {each.task.id: task_sha256(each) for each in cases}
+
+    return hashes
+
+
 def failed_checks(results: Path, **kwargs: object) -> dict[str, str]:
+    kwargs.setdefault("task_hashes", harness_task_hashes(results))
     return {c.name: c.detail for c in verify_results(results, **kwargs) if not c.ok}  # type: ignore[arg-type]
 
 
 def test_r5_an_honest_results_folder_verifies(sealed_eval: Path, held_out: Path) -> None:
     reported(sealed_eval, held_out)
     assert failed_checks(sealed_eval) == {}
-    assert main(["verify", str(sealed_eval)]) == 0
 
 
 def test_r5_a_report_edited_or_padded_is_not_verified(sealed_eval: Path, held_out: Path) -> None:

@@ -47,7 +47,7 @@ _READABLE_DIR = 0o755
 class HeldOutResult(BaseModel):
     """What the held-out run established. ``passed`` only from the runner's own report."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     ran: bool
     passed: bool

@@ -65,10 +65,67 @@ class RunKey(NamedTuple):
 
 
 def task_sha256(case: EvalCase) -> str:
-    """The task's definition (id, version, text, fixture, budgets, checks), hashed; a
-    resumed record is reused only for the same definition."""
-    text = json.dumps(case.task.model_dump(mode="json"), sort_keys=True, ensure_ascii=True)
-    return hashlib.sha256(text.encode()).hexdigest()
+    """The task's definition (id, version, text, fixture, budgets, checks) and the content
+    of its inputs, hashed: the repository the run starts from (the digest the controller
+    seals as ``fixture_sha256_before``), its plan and its held-out folder. A resumed record
+    is reused, and ``verify RESULTS_DIR`` passes it, only for the same definition of the
+    same inputs (SR-11 F1, F2).
+
+    Host paths are left out (the held-out folder's is replaced by its content): a
+    generated suite is built in a new temporary folder on each invocation (SR-11 F8).
+    """
+    definition = case.task.model_dump(mode="json")
+    del definition["held_out"]["path"]
+    inputs = {
+        "task": definition,
+        "repository": _tree_digest(case.repo or (case.fixtures_dir or Path()) / case.task.fixture),
+        "plan": _file_digest(case.plan or _own_plan(case)),
+        "held_out": _tree_digest(case.held_out_dir),
+    }
+    return hashlib.sha256(canonical_json(inputs)).hexdigest()
+
+
+def _tree_digest(path: Path) -> str:
+    """``tree_sha256`` of the folder as a run copies it; of the failure when it cannot be
+    read (such a run fails to start, and is another run than one that could)."""
+    from sandbox_agent.errors import WorkspaceError
+    from sandbox_agent.workspace import WorkspaceLimits
+    from sandbox_agent.workspace.workspace import source_sha256
+
+    try:
+        return source_sha256(path, WorkspaceLimits())
+    except WorkspaceError as error:
+        return hashlib.sha256(f"unreadable: {error}".encode()).hexdigest()
+
+
+def _file_digest(path: Path | None) -> str:
+    if path is None:
+        return ""
+    try:
+        return hashlib.sha256(read_bounded(path)).hexdigest()
+    except OSError as error:
+        return hashlib.sha256(f"unreadable: {error.strerror or error}".encode()).hexdigest()
+
+
+def _own_plan(case: EvalCase) -> Path | None:
+    """The fixture's own plan (``<fixtures_dir>/<name>.plan.json``), which a case without
+    a plan of its own replays."""
+    from sandbox_agent.controller.source import PLAN_SUFFIX
+
+    if case.repo is not None or case.fixtures_dir is None:
+        return None
+    path = case.fixtures_dir / f"{case.task.fixture}{PLAN_SUFFIX}"
+    return path if path.is_file() else None
+
+
+def is_journal_header(head: Any) -> bool:
+    """A journal's first line: its schema (the integer 1 or 2, SR-11 F7) and an identity."""
+    schema = head.get("journal") if isinstance(head, dict) else None
+    return (
+        type(schema) is int
+        and schema in (1, JOURNAL_SCHEMA)
+        and isinstance(head.get("identity"), dict)
+    )
 
 
 def case_key(case: EvalCase, repeat: int) -> RunKey:
@@ -125,11 +182,14 @@ def run_folder_check(results_dir: Path, public_key: Ed25519PublicKey | None = No
         report = verify_run(run_dir, public_key=key, allow_missing_source=True, rehash_source=False)
         if not report.ok:
             return f"its run folder {run_dir} does not verify ({', '.join(report.failed())})"
-        sealed = json.loads(read_bounded(run_dir / EVIDENCE_FILE))["record"]["result"]
+        evidence = json.loads(read_bounded(run_dir / EVIDENCE_FILE))["record"]
+        sealed = evidence["result"]
         if sealed.get("run_id") != run_dir.name:
             return f"its run folder {run_dir} holds another run ({sealed.get('run_id')})"
         if sealed.get("status") != record.status:
             return f"its run folder {run_dir} sealed another status"
+        if evidence.get("fixture_sha256_before") != record.fixture_sha256:
+            return f"its run folder {run_dir} sealed another repository"
         return None
 
     return check
@@ -176,6 +236,9 @@ class Journal:
         """Why lines or records were not used, and how many each (a run with no usable
         line runs again; a line superseded by a later good one costs nothing)."""
         self._found: dict[RunKey, tuple[str, RunRecord]] = {}
+        self._task_sha256: dict[EvalCase, str] = {}
+        """Each case's task hash, taken the first time it is asked (before its runs
+        start: the inputs as the runs found them)."""
         if self.path.exists():
             if resume:
                 self._read()
@@ -205,7 +268,7 @@ class Journal:
         that is a result (a ``HARNESS_ERROR`` runs again: it says nothing of the model)
         and whose run folder backs it."""
         found = self._found.get(case_key(case, repeat))
-        if found is None or found[0] != task_sha256(case) or found[1].status == HARNESS_ERROR:
+        if found is None or found[0] != self._task_hash(case) or found[1].status == HARNESS_ERROR:
             return None
         why = self._check_run(found[1])
         if why is not None:
@@ -220,7 +283,7 @@ class Journal:
 
     def append(self, case: EvalCase, record: RunRecord) -> None:
         """Add one finished run (signed, flushed and synced before it returns)."""
-        key, digest = case_key(case, record.repeat), task_sha256(case)
+        key, digest = case_key(case, record.repeat), self._task_hash(case)
         self._found[key] = (digest, record)
         entry: dict[str, Any] = {
             "key": list(key),
@@ -231,6 +294,11 @@ class Journal:
         }
         entry["signature"] = base64.b64encode(self._key.sign(canonical_json(entry))).decode()
         self._write_line(entry)
+
+    def _task_hash(self, case: EvalCase) -> str:
+        if case not in self._task_sha256:
+            self._task_sha256[case] = task_sha256(case)
+        return self._task_sha256[case]
 
     def _not_reused(self, why: str) -> None:
         self.not_reused[why] = self.not_reused.get(why, 0) + 1
@@ -258,18 +326,18 @@ class Journal:
                 "--results-dir, or drop --resume"
             ) from None
         lines = data.decode("utf-8", errors="replace").splitlines()
-        head = _json(lines[0]) if lines else None
-        if not isinstance(head, dict) or head.get("journal") not in (1, JOURNAL_SCHEMA):
+        head: Any = _json(lines[0]) if lines else None
+        if not is_journal_header(head):
             raise UsageError(
                 f"{self.path} is not an evaluation journal: give another --results-dir, "
                 "or drop --resume"
             )
-        theirs = head.get("identity")
+        theirs = head["identity"]
         if theirs != self.identity:
             differs = sorted(
                 key
-                for key in set(self.identity) | set(theirs if isinstance(theirs, dict) else {})
-                if not isinstance(theirs, dict) or theirs.get(key) != self.identity.get(key)
+                for key in set(self.identity) | set(theirs)
+                if theirs.get(key) != self.identity.get(key)
             )
             raise UsageError(
                 f"{self.path} was written by another evaluation (differs in: "
@@ -325,6 +393,11 @@ def _plain_file_or_none(path: Path) -> None:
         raise UsageError(
             f"{path} is not a plain file (a link or a folder): move it away, or give another "
             "--results-dir"
+        )
+    if info.st_nlink > 1:  # SR-11 F6: an append would change the file's other name too
+        raise UsageError(
+            f"{path} has another name (a hard link), which writing to it would change too: "
+            "copy it in place of the link, or give another --results-dir"
         )
 
 

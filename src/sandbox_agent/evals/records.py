@@ -12,7 +12,7 @@ from sandbox_agent.evals.scoring import Violation
 
 
 class Durations(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     agent_s: float = 0.0
     """``run_task`` from call to return (final test run included)."""

@@ -34,7 +34,7 @@ HARNESS_NOTICE = (
 class EvalReport(BaseModel):
     """The whole report (``report.json``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     schema_version: int = REPORT_SCHEMA_VERSION
     notice: str
@@ -55,6 +55,14 @@ class EvalReport(BaseModel):
     """``eval --ray``: the nodes, what was lost, and an early end (each run names its node)."""
 
 
+def notice_for(provider: str) -> str:
+    """The report's notice: harness validation for the simulated providers, else whose
+    model results these are."""
+    if provider in SIMULATED_PROVIDERS:
+        return HARNESS_NOTICE
+    return f"Model results from provider {provider!r}."
+
+
 def make_report(
     records: list[RunRecord],
     *,
@@ -70,10 +78,8 @@ def make_report(
     cluster: ClusterReport | None = None,
 ) -> EvalReport:
     """Assemble the report from every run's record."""
-    simulated = provider in SIMULATED_PROVIDERS
-    notice = HARNESS_NOTICE if simulated else f"Model results from provider {provider!r}."
     return EvalReport(
-        notice=notice,
+        notice=notice_for(provider),
         suite=suite,
         provider=provider,
         model=model,

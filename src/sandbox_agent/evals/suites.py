@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -120,6 +121,31 @@ def build_cases(suite: str, options: SuiteOptions, scratch: Path) -> list[EvalCa
     if options.plans_dir is not None:
         cases = with_plans(cases, options.plans_dir, only_selected=options.task_ids is not None)
     return cases
+
+
+def suite_of_identity(identity: dict[str, Any], task_ids: list[str]) -> tuple[str, SuiteOptions]:
+    """The suite, and the options to build ``task_ids`` of it, that an evaluation's
+    journal identity names (``commands/eval.py`` writes it from the ``eval`` flags):
+    ``verify RESULTS_DIR`` rebuilds an evaluation's inputs from it. Relative paths are
+    read from the current folder, as the evaluation read them.
+
+    Raises:
+        pydantic.ValidationError: its dependency options are not ones ``eval`` takes.
+    """
+
+    def path(name: str) -> Path | None:
+        value = identity.get(name)
+        return Path(value) if isinstance(value, str) and value else None
+
+    dataset = identity.get("dataset")
+    return str(identity.get("suite")), SuiteOptions(
+        task_ids=task_ids,
+        fix=identity.get("control") is not True,
+        fixtures_dir=path("fixtures_dir"),
+        dataset=dataset if isinstance(dataset, str) else None,
+        plans_dir=path("plans"),
+        deps=DepsOptions.model_validate(identity.get("deps") or {}),
+    )
 
 
 def with_plans(cases: list[EvalCase], plans_dir: Path, *, only_selected: bool) -> list[EvalCase]:

@@ -12,6 +12,7 @@ import errno
 import hashlib
 import json
 import os
+import stat
 from pathlib import Path
 from typing import NamedTuple
 
@@ -100,8 +101,14 @@ def read_bounded(path: Path, limit: int = MAX_EVIDENCE_FILE_BYTES) -> bytes:
     Raises:
         OSError: unreadable, not a regular file, or larger than ``limit`` (``EFBIG``).
     """
-    with path.open("rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
+    # Opened without blocking, then refused unless regular: a FIFO planted in place of a
+    # file would otherwise block the open, and the reader with it, for ever (SR-11 F5).
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(descriptor, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        size = info.st_size
         if size > limit:
             raise OSError(errno.EFBIG, f"{size} bytes, more than {limit}")
         data = handle.read(limit + 1)

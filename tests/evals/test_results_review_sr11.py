@@ -1,0 +1,356 @@
+"""SR-11: a third outside retest of ``eval --resume`` and ``verify RESULTS_DIR``.
+
+A run made on other inputs (a fixture with its bug removed, a plan since rewritten) was
+reused and verified; the report's headline fields were not checked; a hostile folder
+crashed or hung both. Each test here was written against the code before the fix and
+failed there (docs/SECURITY_REVIEW.md, SR-11; docs/findings.toml).
+
+The runs are the fake controller's of ``test_eval_executor`` (sealed like the real one's,
+no Docker), over real tasks of ``evals/tasks.json`` whose fixture and plan are copies in
+a temporary folder, so that ``verify RESULTS_DIR`` rebuilds them as it would any
+evaluation's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import math
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from test_eval_executor import IDENTITY, FakeBackend, case, seal_result, sealing_run_task
+
+from sandbox_agent.cli import main
+from sandbox_agent.controller.models import (
+    BudgetUsed,
+    FinalTests,
+    FixtureIntegrity,
+    RunConfig,
+    RunResult,
+)
+from sandbox_agent.errors import UsageError
+from sandbox_agent.evals.audit import verify_results
+from sandbox_agent.evals.cases import EvalCase
+from sandbox_agent.evals.executor import EvalOptions, run_all
+from sandbox_agent.evals.journal import JOURNAL_FILE, Journal
+from sandbox_agent.evals.records import TRACES_DIR
+from sandbox_agent.evals.report import EvalReport, make_report, to_markdown, write_report
+from sandbox_agent.evals.suites import SuiteOptions, build_cases
+from sandbox_agent.settings import default_fixtures_dir
+from sandbox_agent.workspace.hashing import tree_sha256
+
+TASK = "paginator-fix"
+FIXTURE = "paginator"
+
+
+def fixture_run_task(config: RunConfig, **kwargs: object) -> RunResult:
+    """A controller whose run passes exactly when the fixture it starts from already holds
+    ``fixed.txt`` (a bug removed before the run); sealed with the fixture's real digest."""
+    assert config.fixtures_dir is not None
+    assert config.fixture is not None
+    source = config.fixtures_dir / config.fixture
+    digest = tree_sha256(source)
+    on_final = kwargs.get("on_final_workspace")
+    assert callable(on_final)
+    on_final(source)
+    fixed = (source / "fixed.txt").is_file()
+    result = RunResult(
+        run_id=config.run_id or "r",
+        status="SUCCEEDED" if fixed else "FAILED",
+        reason="",
+        diff="",
+        files_changed=[],
+        final_tests=FinalTests(
+            passed=fixed, tests_run=2, failures=0 if fixed else 1, status="completed"
+        ),
+        budget_used=BudgetUsed(iterations=1, tool_calls=1),
+        fixture=FixtureIntegrity(intact=True, sha256_before=digest, sha256_after=digest),
+        trace_path="",
+        tool_calls=[],
+        provider=config.provider,
+    )
+    return seal_result(config, result)
+
+
+class Evaluation:
+    """An evaluation of ``paginator-fix`` as ``sandbox-agent eval --fixtures-dir F
+    [--plans P]`` makes it: the identity the command writes, the cases it builds, a
+    report written as it writes it."""
+
+    def __init__(self, root: Path, *, plans: Path | None = None) -> None:
+        self.results = root / "results"
+        self.fixtures = root / "fixtures"
+        self.plans = plans
+        if not self.fixtures.exists():
+            shutil.copytree(default_fixtures_dir() / FIXTURE, self.fixtures / FIXTURE)
+        options = EvalOptions()
+        self.identity: dict[str, object] = {
+            "suite": "fixtures",
+            "control": False,
+            "dataset": None,
+            "plans": str(plans) if plans else None,
+            "fixtures_dir": str(self.fixtures),
+            **options.model_dump(mode="json", exclude={"jobs", "repeats", "trace_dir"}),
+        }
+
+    def cases(self, scratch: Path) -> list[EvalCase]:
+        options = SuiteOptions(task_ids=[TASK], fixtures_dir=self.fixtures, plans_dir=self.plans)
+        return build_cases("fixtures", options, scratch)
+
+    def run(self, *, resume: bool) -> tuple[list[str], EvalReport]:
+        """Run (or resume) it; the runs that ran, and the report written."""
+        ran: list[str] = []
+
+        def counting(config: RunConfig, **kwargs: object) -> RunResult:
+            ran.append(str(config.fixture))
+            return fixture_run_task(config, **kwargs)
+
+        journal = Journal(self.results, self.identity, resume=resume)
+        with tempfile.TemporaryDirectory() as scratch:
+            records = run_all(self.cases(Path(scratch)),
+                              EvalOptions(trace_dir=self.results / TRACES_DIR),
+                              backend_factory=FakeBackend, run_task=counting,
+                              journal=journal)  # fmt: skip
+        report = make_report(records, suite="fixtures", provider="scripted", model="",
+                             runtime="runc", jobs=1, repeats=1, control=False,
+                             started_at=dt.datetime.now(dt.UTC), wall_seconds=1.0)  # fmt: skip
+        write_report(report, self.results)
+        return ran, report
+
+
+def failed_checks(results: Path) -> dict[str, str]:
+    """The checks ``verify RESULTS_DIR`` fails, as it runs them: inputs rebuilt here."""
+    return {check.name: check.detail for check in verify_results(results) if not check.ok}
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("SANDBOX_AGENT_HOME", str(tmp_path / "state"))
+    return tmp_path
+
+
+def test_an_honest_evaluation_of_real_tasks_verifies_and_resumes_whole(home: Path) -> None:
+    evaluation = Evaluation(home)
+    ran, _ = evaluation.run(resume=False)
+    assert ran == [FIXTURE]
+    assert failed_checks(evaluation.results) == {}
+    ran, _ = evaluation.run(resume=True)
+    assert ran == [], "the same inputs: the run is reused"
+    assert failed_checks(evaluation.results) == {}
+
+
+# F1, F2: a run of other inputs. --------------------------------------------------------
+
+
+def test_f1_a_run_on_a_fixture_since_changed_is_not_reused_nor_verified(home: Path) -> None:
+    # The retest removed the bug from the fixture, ran, put the bug back and resumed: the
+    # passing run was reused, and verify RESULTS_DIR passed the folder.
+    evaluation = Evaluation(home)
+    fixed = evaluation.fixtures / FIXTURE / "fixed.txt"
+    fixed.write_text("the bug, removed before the run\n")
+    ran, report = evaluation.run(resume=False)
+    assert report.summary.passed == 1
+    fixed.unlink()  # the bug put back
+    assert "inputs" in failed_checks(evaluation.results), "a pass of another fixture"
+    ran, report = evaluation.run(resume=True)
+    assert ran == [FIXTURE], "the fixture changed: its run runs again"
+    assert report.summary.passed == 0
+    assert failed_checks(evaluation.results) == {}
+
+
+def test_f2_a_run_under_a_plan_since_rewritten_is_not_reused_nor_verified(home: Path) -> None:
+    plans = home / "plans"
+    plans.mkdir()
+    plan = plans / f"{TASK}.json"
+    plan.write_text(json.dumps({"steps": [{"tool": "finish", "args": {"summary": "one"}}]}))
+    evaluation = Evaluation(home, plans=plans)
+    ran, _ = evaluation.run(resume=False)
+    assert failed_checks(evaluation.results) == {}
+    plan.write_text(json.dumps({"steps": [{"tool": "finish", "args": {"summary": "two"}}]}))
+    assert "inputs" in failed_checks(evaluation.results)
+    ran, _ = evaluation.run(resume=True)
+    assert ran == [FIXTURE], "the plan changed: its run runs again"
+    assert failed_checks(evaluation.results) == {}
+
+
+def test_f1_inputs_that_cannot_be_rebuilt_here_are_not_verified(home: Path) -> None:
+    evaluation = Evaluation(home)
+    evaluation.run(resume=False)
+    shutil.rmtree(evaluation.fixtures)
+    why = failed_checks(evaluation.results)["inputs"]
+    assert "cannot be rebuilt here" in why
+    assert "not found" in why
+
+
+def test_f8_a_generated_suite_rebuilt_elsewhere_is_still_the_same_task(home: Path) -> None:
+    # Found while fixing F1: HumanEvalFix builds its tasks in a new temporary folder on
+    # each invocation, and the absolute held-out path in the task hash made every resumed
+    # run run again.
+    held_out = home / "one" / "held"
+    held_out.mkdir(parents=True)
+    (held_out / "test_heldout.py").write_text("import unittest\n")
+    first = case("good", held_out)
+    elsewhere = home / "two" / "held"
+    shutil.copytree(held_out, elsewhere)
+    second = case("good", elsewhere)
+    results = home / "results"
+    journal = Journal(results, IDENTITY, resume=False)
+    run_all([first], EvalOptions(trace_dir=results / TRACES_DIR), backend_factory=FakeBackend,
+            run_task=sealing_run_task, journal=journal)  # fmt: skip
+    assert Journal(results, IDENTITY, resume=True).finished(second, 0) is not None
+    (elsewhere / "test_heldout.py").write_text("import unittest  # changed\n")
+    assert Journal(results, IDENTITY, resume=True).finished(second, 0) is None
+
+
+# F3: the report's headline. ------------------------------------------------------------
+
+
+@pytest.fixture
+def honest(home: Path) -> Evaluation:
+    evaluation = Evaluation(home)
+    evaluation.run(resume=False)
+    assert failed_checks(evaluation.results) == {}
+    return evaluation
+
+
+def _report(evaluation: Evaluation) -> EvalReport:
+    return EvalReport.model_validate_json((evaluation.results / "report.json").read_text())
+
+
+@pytest.mark.parametrize(
+    "update",
+    [
+        {"provider": "local", "notice": "Model results from provider 'local'."},
+        {"model": "qwen2.5-coder-7b-instruct"},
+        {"notice": "Model results from provider 'scripted'."},
+        {"runtime": "runsc"},
+        {"repeats": 0},
+    ],
+    ids=["provider", "model", "notice", "runtime", "repeats"],
+)
+def test_f3_a_scripted_folder_relabelled_is_not_verified(
+    honest: Evaluation, update: dict[str, object]
+) -> None:
+    # The retest relabelled a scripted reference folder as a real model's: verified.
+    write_report(_report(honest).model_copy(update=update), honest.results)
+    assert "report" in failed_checks(honest.results)
+
+
+def test_f3_a_per_task_table_or_report_md_edited_is_not_verified(honest: Evaluation) -> None:
+    report = _report(honest)
+    table = [report.tasks[0].model_copy(update={"passed": 1, "outcomes": ["pass"]})]
+    write_report(report.model_copy(update={"tasks": table}), honest.results)
+    assert "report" in failed_checks(honest.results)
+    write_report(report, honest.results)
+    markdown = honest.results / "report.md"
+    markdown.write_text(to_markdown(report).replace("| 1 | 0 |", "| 1 | 1 |", 1))
+    assert "report.md" in failed_checks(honest.results)
+    markdown.unlink()
+    assert "report.md" in failed_checks(honest.results)
+
+
+# F4-F7: hostile folders. ---------------------------------------------------------------
+
+
+def test_f4_non_finite_numbers_are_not_verified_not_a_traceback(
+    honest: Evaluation, capsys: pytest.CaptureFixture[str]
+) -> None:
+    journal = honest.results / JOURNAL_FILE
+    original = journal.read_text()
+    header, *rest = original.splitlines()
+    head = json.loads(header)
+    head["identity"]["max_wall_seconds"] = math.inf
+    journal.write_text(json.dumps(head) + "\n" + "\n".join(rest) + "\n")
+    assert "journal" in failed_checks(honest.results)
+    assert main(["verify", str(honest.results)]) == 1
+    journal.write_text(original)
+    report = _report(honest)
+    durations = report.runs[0].durations.model_copy(update={"total_s": math.nan})
+    run = report.runs[0].model_copy(update={"durations": durations})
+    (honest.results / "report.json").write_text(
+        report.model_copy(update={"runs": [run]}).model_dump_json()
+    )
+    assert "report" in failed_checks(honest.results)
+    assert main(["verify", str(honest.results)]) == 1
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def _returns_within(seconds: float, call: Callable[[], object], fifo: Path) -> bool:
+    """Whether ``call`` returns within ``seconds``; a reader stuck on ``fifo`` is freed
+    afterwards (a writer opens and closes it), so no thread is left behind."""
+    done = threading.Event()
+
+    def target() -> None:
+        with contextlib.suppress(Exception):  # only whether it returns is asked here
+            call()
+        done.set()
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    returned = done.wait(seconds)
+    while not done.is_set():
+        with contextlib.suppress(OSError):  # no reader yet, or already gone
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        done.wait(0.1)
+    thread.join()
+    return returned
+
+
+@pytest.fixture
+def run_dir(honest: Evaluation) -> Path:
+    (folder,) = (honest.results / TRACES_DIR).iterdir()
+    return folder
+
+
+@pytest.mark.parametrize("name", ["report.json", "evidence.json", "trace.jsonl", "result.json"])
+def test_f5_a_fifo_in_place_of_a_file_does_not_hang_verify_or_resume(
+    honest: Evaluation, run_dir: Path, name: str
+) -> None:
+    path = honest.results / name if name == "report.json" else run_dir / name
+    path.unlink()
+    os.mkfifo(path)
+    assert _returns_within(30, lambda: verify_results(honest.results), path), "verify hung"
+    if name != "report.json":
+        assert _returns_within(30, lambda: honest.run(resume=True), path), "resume hung"
+
+
+def test_f6_a_hard_linked_journal_is_not_appended_to(honest: Evaluation, home: Path) -> None:
+    victim = home / "victim.jsonl"
+    journal = honest.results / JOURNAL_FILE
+    victim.write_text(journal.read_text())
+    before = victim.read_text()
+    journal.unlink()
+    os.link(victim, journal)
+    with pytest.raises(UsageError, match="another name"):
+        Journal(honest.results, honest.identity, resume=True)
+    assert victim.read_text() == before
+
+
+@pytest.mark.parametrize("schema", [2.0, True, 3])
+def test_f7_a_journal_schema_that_is_not_the_integer_is_refused(
+    honest: Evaluation, schema: object
+) -> None:
+    journal = honest.results / JOURNAL_FILE
+    header, *rest = journal.read_text().splitlines()
+    head = json.loads(header)
+    head["journal"] = schema
+    journal.write_text(json.dumps(head) + "\n" + "\n".join(rest) + "\n")
+    with pytest.raises(UsageError, match="is not an evaluation journal"):
+        Journal(honest.results, honest.identity, resume=True)
+    assert "journal" in failed_checks(honest.results)
+
+
+def test_the_checks_print_one_line_each(
+    honest: Evaluation, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["verify", str(honest.results)]) == 0
+    out = capsys.readouterr().out
+    assert out.strip().endswith("verified")
+    assert {line.split()[1] for line in out.splitlines()[:-1]} >= {"inputs", "report.md"}
