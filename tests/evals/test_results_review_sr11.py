@@ -25,7 +25,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from test_eval_executor import IDENTITY, FakeBackend, case, seal_result, sealing_run_task
+from test_eval_executor import (
+    IDENTITY,
+    FakeBackend,
+    case,
+    harness_task_hashes,
+    seal_result,
+    sealing_run_task,
+)
 
 from sandbox_agent.cli import main
 from sandbox_agent.controller.models import (
@@ -207,6 +214,30 @@ def test_f8_a_generated_suite_rebuilt_elsewhere_is_still_the_same_task(home: Pat
     assert Journal(results, IDENTITY, resume=True).finished(second, 0) is not None
     (elsewhere / "test_heldout.py").write_text("import unittest  # changed\n")
     assert Journal(results, IDENTITY, resume=True).finished(second, 0) is None
+
+
+def test_f9_a_folder_with_a_harness_error_verifies_and_counts_it_failed(home: Path) -> None:
+    # Found while fixing F1: a run the harness could not finish (no run folder, or one
+    # whose sealed status is not HARNESS_ERROR) was "not backed", so no folder with a
+    # harness error could ever verify.
+    held = home / "held"
+    held.mkdir()
+    (held / "test_heldout.py").write_text("import unittest\n")
+    results = home / "results"
+    journal = Journal(results, IDENTITY, resume=False)
+    records = run_all([case("good", held), case("crash", held)],
+                      EvalOptions(trace_dir=results / TRACES_DIR), backend_factory=FakeBackend,
+                      run_task=sealing_run_task, journal=journal)  # fmt: skip
+    assert [record.status for record in records] == ["SUCCEEDED", "HARNESS_ERROR"]
+    report = make_report(records, suite="fixtures", provider="scripted", model="",
+                         runtime="runc", jobs=1, repeats=1, control=False,
+                         started_at=dt.datetime.now(dt.UTC), wall_seconds=1.0)  # fmt: skip
+    write_report(report, results)
+    hashes = harness_task_hashes(results)
+    checks = {c.name: c for c in verify_results(results, task_hashes=hashes)}
+    assert all(check.ok for check in checks.values()), checks
+    assert report.summary.passed == 1
+    assert report.summary.harness_errors == 1
 
 
 # F3: the report's headline. ------------------------------------------------------------

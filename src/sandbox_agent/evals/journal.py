@@ -167,8 +167,13 @@ def run_folder_check(results_dir: Path, public_key: Ed25519PublicKey | None = No
     that node declared it), and its sealed status is the record's."""
 
     def check(record: RunRecord) -> str | None:
+        harness_error = record.status == HARNESS_ERROR
+        if harness_error and (record.passed or record.clean):
+            return "a harness error cannot count as passed"
         if not record.trace_path:
-            return "it names no run folder"
+            # A run the harness could not finish may have sealed nothing: its signed
+            # line is all there is, and it counts as not passed (SR-11 F9).
+            return None if harness_error else "it names no run folder"
         # The folder as it is in this results folder (a copy handed to a reviewer holds
         # its own), never where the record's absolute path pointed when it was written.
         run_dir = results_dir / TRACES_DIR / Path(record.trace_path).parent.name
@@ -186,7 +191,9 @@ def run_folder_check(results_dir: Path, public_key: Ed25519PublicKey | None = No
         sealed = evidence["result"]
         if sealed.get("run_id") != run_dir.name:
             return f"its run folder {run_dir} holds another run ({sealed.get('run_id')})"
-        if sealed.get("status") != record.status:
+        if sealed.get("status") != record.status and not harness_error:
+            # (A held-out phase that raised makes the record HARNESS_ERROR over the
+            # controller's sealed status.)
             return f"its run folder {run_dir} sealed another status"
         if evidence.get("fixture_sha256_before") != record.fixture_sha256:
             return f"its run folder {run_dir} sealed another repository"
