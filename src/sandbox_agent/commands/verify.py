@@ -2,7 +2,9 @@
 
 Given an evaluation's results folder (it holds ``runs.jsonl``), it checks the evaluation
 instead: every run the report counts is backed by a signed journal line and a verifying
-run folder, and the summary is the one its runs give (``evals.audit``)."""
+run folder and was made on the evaluation's inputs as they are here, and the report's
+headline, summary and ``report.md`` are the ones its journal and runs give
+(``evals.audit``)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ if TYPE_CHECKING:
 
 HELP = (
     "check a run's signed evidence, trace hash chain, result, diff and fixture hash "
-    "(or, given an evaluation's results folder, every run its report counts)"
+    "(or, given an evaluation's results folder, every run its report counts, against the "
+    "evaluation's inputs rebuilt here)"
 )
 
 
