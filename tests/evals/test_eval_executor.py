@@ -32,7 +32,13 @@ from sandbox_agent.errors import UsageError
 from sandbox_agent.evals.audit import verify_results
 from sandbox_agent.evals.cases import EvalCase
 from sandbox_agent.evals.executor import HARNESS_ERROR, EvalOptions, run_all
-from sandbox_agent.evals.journal import JOURNAL_FILE, Journal, task_sha256
+from sandbox_agent.evals.journal import (
+    JOURNAL_FILE,
+    Journal,
+    repository_sha256,
+    task_inputs,
+    task_sha256,
+)
 from sandbox_agent.evals.progress import ProgressBar
 from sandbox_agent.evals.report import (
     HARNESS_NOTICE,
@@ -102,6 +108,8 @@ def fake_run_task(
     if config.fixture == "unusable":
         raise UsageError("no such fixture")
     fix = config.fixture == "good"
+    # The controller's digest of the repository it copies (here, of its absence).
+    digest = repository_sha256((config.fixtures_dir or Path()) / str(config.fixture))
     if on_final_workspace is not None:
         with tempfile.TemporaryDirectory() as scratch:
             root = Path(scratch)
@@ -118,7 +126,7 @@ def fake_run_task(
             passed=fix, tests_run=2, failures=0 if fix else 1, status="completed"
         ),
         budget_used=BudgetUsed(iterations=3, tool_calls=3, policy_denials=1),
-        fixture=FixtureIntegrity(intact=True, sha256_before="abc", sha256_after="abc"),
+        fixture=FixtureIntegrity(intact=True, sha256_before=digest, sha256_after=digest),
         trace_path="",
         tool_calls=[
             ToolCallRecord(tool="read_file", ok=False, denial="path.absolute", duration_ms=1.0),
@@ -180,7 +188,7 @@ def test_every_repeat_is_kept_in_order(held_out: Path) -> None:
     assert not any(r.clean for r in records), "a denied attempt makes a pass not clean"
     good = records[0]
     assert good.task_version == 2
-    assert good.fixture_sha256 == "abc"
+    assert good.fixture_sha256 == repository_sha256(Path("/fixtures/good"))
     assert good.held_out.passed
     assert good.timeouts == 1
     assert good.durations.sandbox_ms == 5.0
@@ -573,6 +581,13 @@ def test_r4_links_and_odd_files_are_one_line_and_write_nothing_elsewhere(
 # verify RESULTS_DIR (SR-10 R5): what a reviewer handed the folder can check. -------------
 
 
+def identity_of(journal: Journal) -> dict[str, object]:
+    """``make_report``'s ``identity``, the journal's, as the eval command hands it over
+    (none where the report has no such field: these tests also run on older code for
+    docs/REGRESSION_EVIDENCE.md)."""
+    return {"identity": journal.identity} if "identity" in EvalReport.model_fields else {}
+
+
 def reported(results: Path, held_out: Path) -> EvalReport:
     """The report the harness would write for ``sealed_eval``'s runs, written."""
     journal = Journal(results, IDENTITY, resume=True)
@@ -580,19 +595,21 @@ def reported(results: Path, held_out: Path) -> EvalReport:
     report = make_report([r for r in records if r is not None], suite="fixtures",
                          provider="scripted", model="", runtime="runc", jobs=1, repeats=1,
                          control=False, started_at=dt.datetime.now(dt.UTC),
-                         wall_seconds=1.0)  # fmt: skip
+                         wall_seconds=1.0, **identity_of(journal))  # fmt: skip
     write_report(report, results)
     return report
 
 
-def harness_task_hashes(results: Path) -> Callable[[dict[str, object], list[str]], dict[str, str]]:
-    """The task hashes of this harness's cases (``case``), as ``verify RESULTS_DIR`` would
-    rebuild them from the identity were they tasks of ``evals/tasks.json``."""
+def harness_task_hashes(
+    results: Path,
+) -> Callable[[dict[str, object], list[str]], dict[str, tuple[str, str]]]:
+    """The task hashes and repository digests of this harness's cases (``case``), as
+    ``verify RESULTS_DIR`` would rebuild them were they tasks of ``evals/tasks.json``."""
     held = results.parent / "held"
 
-    def hashes(identity: dict[str, object], task_ids: list[str]) -> dict[str, str]:
+    def hashes(identity: dict[str, object], task_ids: list[str]) -> dict[str, tuple[str, str]]:
         cases = [case(task_id.removeprefix("task-"), held) for task_id in task_ids]
-        return {each.task.id: task_sha256(each) for each in cases}
+        return {each.task.id: (task_sha256(each), task_inputs(each).repository) for each in cases}
 
     return hashes
 

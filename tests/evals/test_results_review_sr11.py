@@ -30,6 +30,7 @@ from test_eval_executor import (
     FakeBackend,
     case,
     harness_task_hashes,
+    identity_of,
     seal_result,
     sealing_run_task,
 )
@@ -50,6 +51,7 @@ from sandbox_agent.evals.journal import JOURNAL_FILE, Journal
 from sandbox_agent.evals.records import TRACES_DIR
 from sandbox_agent.evals.report import EvalReport, make_report, to_markdown, write_report
 from sandbox_agent.evals.suites import SuiteOptions, build_cases
+from sandbox_agent.sandbox.base import CancelToken, RunnerReport, SandboxRequest, SandboxResult
 from sandbox_agent.settings import default_fixtures_dir
 from sandbox_agent.workspace.hashing import tree_sha256
 
@@ -127,7 +129,8 @@ class Evaluation:
                               journal=journal)  # fmt: skip
         report = make_report(records, suite="fixtures", provider="scripted", model="",
                              runtime="runc", jobs=1, repeats=1, control=False,
-                             started_at=dt.datetime.now(dt.UTC), wall_seconds=1.0)  # fmt: skip
+                             started_at=dt.datetime.now(dt.UTC), wall_seconds=1.0,
+                             **identity_of(journal))  # fmt: skip
         write_report(report, self.results)
         return ran, report
 
@@ -231,7 +234,8 @@ def test_f9_a_folder_with_a_harness_error_verifies_and_counts_it_failed(home: Pa
     assert [record.status for record in records] == ["SUCCEEDED", "HARNESS_ERROR"]
     report = make_report(records, suite="fixtures", provider="scripted", model="",
                          runtime="runc", jobs=1, repeats=1, control=False,
-                         started_at=dt.datetime.now(dt.UTC), wall_seconds=1.0)  # fmt: skip
+                         started_at=dt.datetime.now(dt.UTC), wall_seconds=1.0,
+                         **identity_of(journal))  # fmt: skip
     write_report(report, results)
     hashes = harness_task_hashes(results)
     checks = {c.name: c for c in verify_results(results, task_hashes=hashes)}
@@ -385,3 +389,126 @@ def test_the_checks_print_one_line_each(
     out = capsys.readouterr().out
     assert out.strip().endswith("verified")
     assert {line.split()[1] for line in out.splitlines()[:-1]} >= {"inputs", "report.md"}
+
+
+# The retest of SR-11's fixes (R1-R6): the inputs changed during a run, deep JSON in a
+# run folder, a linked traces/, and what the report did not show. ------------------------
+
+
+def test_r1_a_repository_changed_during_its_run_is_no_pass(home: Path) -> None:
+    # The retest swapped a fixed fixture in for the run and the buggy one back before the
+    # task hash was taken (after the run): a control pass of a buggy fixture verified.
+    evaluation = Evaluation(home)
+    fixed = evaluation.fixtures / FIXTURE / "fixed.txt"
+
+    def swapping(config: RunConfig, **kwargs: object) -> RunResult:
+        fixed.write_text("the bug, removed for the run only\n")
+        try:
+            return fixture_run_task(config, **kwargs)
+        finally:
+            fixed.unlink()  # the bug put back before the run is recorded
+
+    journal = Journal(evaluation.results, evaluation.identity, resume=False)
+    with tempfile.TemporaryDirectory() as scratch:
+        (record,) = run_all(evaluation.cases(Path(scratch)),
+                            EvalOptions(trace_dir=evaluation.results / TRACES_DIR),
+                            backend_factory=FakeBackend, run_task=swapping,
+                            journal=journal)  # fmt: skip
+    assert not record.passed
+    assert record.status == "HARNESS_ERROR"
+    assert "changed during the run" in record.reason
+
+
+class ForgeableJudge(FakeBackend):
+    """Passes when the held-out module it is given says so (a module rewritten to pass)."""
+
+    def run(self, request: SandboxRequest, cancel: CancelToken | None = None) -> SandboxResult:
+        result = super().run(request, cancel)
+        assert request.judge is not None
+        if "FORGED" not in request.judge.source:
+            return result
+        passing = RunnerReport(runner="judge", tests_run=2, failures=0, errors=0)
+        return result.model_copy(update={"exit_code": 0, "runner_report": passing})
+
+
+def test_r2_held_out_tests_rewritten_during_a_run_are_not_the_ones_judged(home: Path) -> None:
+    # The retest rewrote the held-out module to pass while the run was in flight and put it
+    # back just after the judge had read it: a forged held-out pass verified.
+    evaluation = Evaluation(home)
+    with tempfile.TemporaryDirectory() as scratch:
+        cases = evaluation.cases(Path(scratch))
+        module = cases[0].held_out_dir / f"{cases[0].task.held_out.module}.py"
+        copy = Path(scratch) / "held"
+        shutil.copytree(cases[0].held_out_dir, copy)
+        cases = [cases[0].model_copy(update={"held_out_dir": copy})]
+        module = copy / module.name
+        original = module.read_text()
+
+        def rewriting(config: RunConfig, **kwargs: object) -> RunResult:
+            module.write_text("# FORGED: every check passes\n")
+            return fixture_run_task(config, **kwargs)
+
+        class Restoring(ForgeableJudge):
+            def run(
+                self, request: SandboxRequest, cancel: CancelToken | None = None
+            ) -> SandboxResult:
+                try:
+                    return super().run(request, cancel)
+                finally:
+                    module.write_text(original)  # back, once the judge has read it
+
+        journal = Journal(evaluation.results, evaluation.identity, resume=False)
+        (record,) = run_all(cases, EvalOptions(trace_dir=evaluation.results / TRACES_DIR),
+                            backend_factory=Restoring, run_task=rewriting,
+                            journal=journal)  # fmt: skip
+    assert not record.held_out.passed, "the module judged is the one hashed"
+    assert not record.passed
+
+
+@pytest.mark.parametrize("name", ["evidence.json", "result.json", "trace.jsonl"])
+def test_r3_deep_json_in_a_run_folder_is_not_verified_not_a_traceback(
+    honest: Evaluation, run_dir: Path, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (run_dir / name).write_text("[" * 3000 + "]" * 3000 + "\n")
+    assert main(["verify", str(honest.results)]) == 1
+    assert main(["verify", str(run_dir)]) == 1
+    ran, _ = honest.run(resume=True)
+    assert ran == [FIXTURE], "its run runs again"
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_r5_a_linked_traces_folder_is_refused_and_nothing_written_through_it(
+    honest: Evaluation, home: Path
+) -> None:
+    outside = home / "outside"
+    outside.mkdir()
+    traces = honest.results / TRACES_DIR
+    shutil.rmtree(traces)
+    traces.symlink_to(outside)
+    with pytest.raises(UsageError, match="is not a plain folder"):
+        honest.run(resume=True)
+    assert list(outside.iterdir()) == []
+
+
+def test_r6_the_report_shows_where_its_inputs_and_model_came_from(home: Path) -> None:
+    # The retest replayed the reference plan from a loopback "OpenAI" server under a
+    # frontier model's name: the report said "Model results from provider 'openai'" and
+    # showed neither the endpoint nor the custom fixtures folder.
+    plans = home / "plans"
+    plans.mkdir()
+    evaluation = Evaluation(home, plans=plans)
+    evaluation.identity["provider_options"] = {
+        **dict(evaluation.identity["provider_options"]),  # type: ignore[call-overload]
+        "base_url": "http://127.0.0.1:18777/v1",
+    }
+    evaluation.run(resume=False)
+    markdown = (evaluation.results / "report.md").read_text()
+    for shown in (str(evaluation.fixtures), str(plans), "127.0.0.1:18777"):
+        assert shown.replace("_", "\\_") in markdown
+    assert failed_checks(evaluation.results) == {}
+    report = _report(evaluation)
+    assert report.identity == evaluation.identity
+    hidden = dict(report.identity or {})
+    hidden["fixtures_dir"] = None
+    write_report(report.model_copy(update={"identity": hidden}), evaluation.results)
+    assert "report" in failed_checks(evaluation.results)

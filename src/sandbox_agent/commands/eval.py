@@ -164,6 +164,14 @@ def _journal(args: argparse.Namespace, options: Any, results: Any) -> Any:
     may add repeats or tasks)."""
     from sandbox_agent.evals.journal import Journal
 
+    return Journal(results, _identity(args, options), resume=args.resume)
+
+
+def _identity(args: argparse.Namespace, options: Any) -> dict[str, Any]:
+    """What makes two evaluations the same (``_journal``), as JSON data: the journal's
+    header and the report both hold it."""
+    import json
+
     identity = {
         "suite": args.suite,
         "control": args.no_fix,
@@ -172,7 +180,8 @@ def _journal(args: argparse.Namespace, options: Any, results: Any) -> Any:
         "fixtures_dir": args.fixtures_dir,
         **options.model_dump(mode="json", exclude={"jobs", "repeats", "trace_dir"}),
     }
-    return Journal(results, identity, resume=args.resume)
+    normal: dict[str, Any] = json.loads(json.dumps(identity, sort_keys=True, default=str))
+    return normal
 
 
 def _run_locally(cases: Any, options: Any, progress: Any, journal: Any) -> Any:
@@ -286,6 +295,7 @@ def run(args: argparse.Namespace) -> int:
         started_at=started_at,
         wall_seconds=wall,
         cluster=cluster,
+        identity=_identity(args, options),
     )
     json_path, md_path = write_report(report, results)
     s = report.summary

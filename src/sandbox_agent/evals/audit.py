@@ -45,9 +45,10 @@ from sandbox_agent.evals.journal import (
     is_journal_header,
     read_lines,
     run_folder_check,
+    task_inputs,
     task_sha256,
 )
-from sandbox_agent.evals.records import RunRecord, per_task, summarize
+from sandbox_agent.evals.records import HARNESS_ERROR, RunRecord, per_task, summarize
 from sandbox_agent.evals.report import EvalReport, notice_for, to_markdown
 from sandbox_agent.evidence.chain import read_bounded
 from sandbox_agent.evidence.keys import load_public_key, public_key_path
@@ -57,8 +58,9 @@ from sandbox_agent.evidence.verify import VerifyCheck
 REPORT_FILE = "report.json"
 MARKDOWN_FILE = "report.md"
 
-TaskHashes = Callable[[dict[str, Any], list[str]], dict[str, str]]
-"""The task hash of each named task, from an evaluation's identity (its inputs rebuilt)."""
+TaskHashes = Callable[[dict[str, Any], list[str]], dict[str, tuple[str, str]]]
+"""Each named task's hash and repository digest, from an evaluation's identity (its
+inputs rebuilt)."""
 Found = dict[RunKey, tuple[str, RunRecord]]
 
 
@@ -67,7 +69,9 @@ def is_results_dir(folder: Path) -> bool:
     return (folder / JOURNAL_FILE).is_file() and not (folder / "trace.jsonl").exists()
 
 
-def rebuilt_task_hashes(identity: dict[str, Any], task_ids: list[str]) -> dict[str, str]:
+def rebuilt_task_hashes(
+    identity: dict[str, Any], task_ids: list[str]
+) -> dict[str, tuple[str, str]]:
     """The default ``TaskHashes``: the evaluation's cases built here, as ``eval`` built
     them (in a temporary folder, removed after).
 
@@ -79,8 +83,11 @@ def rebuilt_task_hashes(identity: dict[str, Any], task_ids: list[str]) -> dict[s
 
     suite, options = suite_of_identity(identity, task_ids)
     with tempfile.TemporaryDirectory(prefix="sandbox-agent-verify-") as scratch:
-        cases = build_cases(suite, options, Path(scratch))
-        return {case.task.id: task_sha256(case) for case in cases}
+        hashes = {}
+        for case in build_cases(suite, options, Path(scratch)):
+            inputs = task_inputs(case)
+            hashes[case.task.id] = task_sha256(case, inputs), inputs.repository
+        return hashes
 
 
 def verify_results(
@@ -123,8 +130,8 @@ def verify_results(
     add(
         "report",
         not wrong,
-        f"suite {report.suite}, control {report.control}, provider {report.provider}, "
-        f"{len(report.runs)} runs: as the journal and the runs give"
+        f"suite {report.suite}, control {report.control}, provider {report.provider}"
+        f"{_endpoint(identity)}, {len(report.runs)} runs: as the journal and the runs give"
         if not wrong
         else f"its {wrong[0]} is not the one the journal and the runs give",
     )
@@ -175,11 +182,18 @@ def _headline(report: EvalReport, identity: dict[str, Any]) -> list[str]:
         "runtime": identity.get("runtime"),
         "notice": notice_for(report.provider),
         "tasks": per_task(report.runs),
+        "identity": identity,
     }
     wrong = [name for name, value in expected.items() if getattr(report, name) != value]
     if report.repeats < 1 or any(run.repeat >= report.repeats for run in report.runs):
         wrong.append("repeats")
     return wrong
+
+
+def _endpoint(identity: dict[str, Any]) -> str:
+    options = identity.get("provider_options")
+    endpoint = options.get("base_url") if isinstance(options, dict) else None
+    return f" at {endpoint}" if endpoint else ""
 
 
 def _inputs(
@@ -194,12 +208,16 @@ def _inputs(
             f"the evaluation's inputs cannot be rebuilt here ({error}): verify where its "
             "fixtures, plans and dataset are, from the folder it ran in"
         )
-    other = [
-        f"{run.task_id} #{run.repeat}"
-        for run in report.runs
-        if (line := found.get(RunKey(run.task_id, run.task_version, run.repeat))) is not None
-        and line[0] != hashes.get(run.task_id)
-    ]
+    other = []
+    for run in report.runs:
+        line = found.get(RunKey(run.task_id, run.task_version, run.repeat))
+        task_hash, repository = hashes.get(run.task_id, ("", ""))
+        if line is None:
+            continue  # not backed: the runs check says so
+        if line[0] != task_hash or (
+            run.status != HARNESS_ERROR and run.fixture_sha256 != repository
+        ):
+            other.append(f"{run.task_id} #{run.repeat}")
     if other:
         return False, (
             f"{len(other)} of {len(report.runs)} runs were made on other inputs (repository, "

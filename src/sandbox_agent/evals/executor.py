@@ -6,6 +6,9 @@ sandbox backend. Every (case, repeat) is one run and one record; nothing is aver
 
 from __future__ import annotations
 
+import os
+import shutil
+import stat
 import sys
 import tempfile
 import threading
@@ -29,10 +32,11 @@ from sandbox_agent.evals.heldout import (
     run_held_out,
     run_held_out_suite,
 )
-from sandbox_agent.evals.journal import Journal
+from sandbox_agent.evals.journal import Journal, TaskInputs, case_plan, task_inputs
 from sandbox_agent.evals.progress import ProgressBar
 from sandbox_agent.evals.records import HARNESS_ERROR, Durations, RunRecord
 from sandbox_agent.evals.scoring import score_run
+from sandbox_agent.evidence.chain import read_bounded
 from sandbox_agent.providers.base import ProviderOptions
 from sandbox_agent.sandbox.base import CancelToken, Runtime, SandboxBackend, SandboxLimits
 
@@ -212,6 +216,30 @@ def _held_out(
     )
 
 
+def _private_copies(case: EvalCase, scratch: Path) -> EvalCase:
+    """``case`` with its plan and held-out folder copied under ``scratch`` (a private
+    folder), links kept as links, so that their digests are the originals'."""
+    held_out = scratch / "held_out"
+    shutil.copytree(case.held_out_dir, held_out, symlinks=True, ignore=_special_files)
+    update: dict[str, Path] = {"held_out_dir": held_out}
+    plan = case_plan(case)
+    if plan is not None:
+        update["plan"] = scratch / "plan.json"
+        update["plan"].write_bytes(read_bounded(plan))
+    return case.model_copy(update=update)
+
+
+def _special_files(folder: str, names: list[str]) -> set[str]:
+    """Names under ``folder`` that are neither files, folders nor links (a FIFO would block
+    the copy; left out, the copy's digest differs from the original's)."""
+    left_out = set()
+    for name in names:
+        mode = os.lstat(os.path.join(folder, name)).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+            left_out.add(name)
+    return left_out
+
+
 def run_case(
     case: EvalCase,
     repeat: int,
@@ -220,8 +248,16 @@ def run_case(
     run_task: RunTaskFn,
     *,
     cancel: CancelToken | None = None,
+    inputs: TaskInputs | None = None,
 ) -> RunRecord:
     """Run one case once: the agent, then its held-out tests on the final tree, then the score.
+
+    The plan and the held-out tests are read from private copies made first, so what
+    runs and judges is what was hashed, whatever happens to the originals meanwhile.
+    With ``inputs`` (the evaluation's hashes of the case, ``Journal.inputs``), a copy
+    that differs, or a repository the controller copied as other than ``inputs``', ends
+    the run as a ``HARNESS_ERROR``: it is not a run of the inputs its journal line names
+    (SR-11 R1, R2).
 
     Raises:
         UsageError: the case cannot run here (bad fixture, provider or plan).
@@ -229,10 +265,32 @@ def run_case(
     """
     task = case.task
     run_id = f"eval-{task.id}-{repeat}-{uuid.uuid4().hex[:8]}"
-    config = build_config(case, options, run_id)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="sandbox-agent-eval-") as scratch:
         final = Path(scratch) / "final"
+        original_plan = case_plan(case)
+        try:
+            case = _private_copies(case, Path(scratch))
+        except OSError as error:
+            why = f"its plan or held-out tests cannot be read: {error}"
+            return error_record(case, repeat, build_config(case, options, run_id), why)
+        config = build_config(case, options, run_id)
+        if original_plan is not None:  # the record names the plan, not its copy
+            config = config.model_copy(
+                update={
+                    "provider_options": config.provider_options.model_copy(
+                        update={"reference_plan_path": str(original_plan)}
+                    )
+                }
+            )
+        copied = task_inputs(case)
+        if inputs is not None and (copied.plan, copied.held_out) != (
+            inputs.plan,
+            inputs.held_out,
+        ):
+            changed = "plan" if copied.plan != inputs.plan else "held-out tests"
+            why = f"its {changed} changed after the evaluation hashed them: it did not run"
+            return error_record(case, repeat, config, why)
 
         def keep_final_tree(root: Path) -> None:
             copy_regular_tree(root, final)
@@ -245,6 +303,13 @@ def run_case(
             raise
         except Exception as error:  # one run's crash is recorded, the eval goes on
             return error_record(case, repeat, config, f"{type(error).__name__}: {error}")
+        before = result.fixture.sha256_before
+        if inputs is not None and before and before != inputs.repository:
+            why = (
+                f"its repository changed during the run: the evaluation hashed "
+                f"{inputs.repository[:16]}..., the run copied {before[:16]}..."
+            )
+            return error_record(case, repeat, config, why)
         agent_s = time.monotonic() - started
         held_out_error: str | None = None
         if final.is_dir():
@@ -366,7 +431,10 @@ def run_all(
                 cancel.cancel()
             in_flight.add(cancel)
         try:
-            return run_case(cases[index], repeat, options, backend(), run_task, cancel=cancel)
+            inputs = journal.inputs(cases[index])[0] if journal is not None else None
+            return run_case(
+                cases[index], repeat, options, backend(), run_task, cancel=cancel, inputs=inputs
+            )
         finally:
             with backends_lock:
                 in_flight.discard(cancel)

@@ -64,30 +64,64 @@ class RunKey(NamedTuple):
     repeat: int
 
 
-def task_sha256(case: EvalCase) -> str:
+class TaskInputs(NamedTuple):
+    """The content of what every run of a task is given, each as a SHA-256."""
+
+    repository: str
+    """The repository it starts from: the digest the controller seals as
+    ``fixture_sha256_before`` (``repository_sha256``)."""
+    plan: str
+    """Its plan file ("" for none)."""
+    held_out: str
+    """Its held-out folder."""
+
+
+def task_inputs(case: EvalCase) -> TaskInputs:
+    """The case's inputs as they are now (read, never changed)."""
+    return TaskInputs(
+        repository=repository_sha256(case_repository(case)),
+        plan=file_sha256(case_plan(case)),
+        held_out=repository_sha256(case.held_out_dir),
+    )
+
+
+def case_repository(case: EvalCase) -> Path:
+    """The folder a run of ``case`` copies its repository from."""
+    return case.repo or (case.fixtures_dir or Path()) / case.task.fixture
+
+
+def case_plan(case: EvalCase) -> Path | None:
+    """The plan a run of ``case`` replays: its own, or the fixture's
+    (``<fixtures_dir>/<name>.plan.json``) when it has none."""
+    from sandbox_agent.controller.source import PLAN_SUFFIX
+
+    if case.plan is not None:
+        return case.plan
+    if case.repo is not None or case.fixtures_dir is None:
+        return None
+    path = case.fixtures_dir / f"{case.task.fixture}{PLAN_SUFFIX}"
+    return path if path.is_file() else None
+
+
+def task_sha256(case: EvalCase, inputs: TaskInputs | None = None) -> str:
     """The task's definition (id, version, text, fixture, budgets, checks) and the content
-    of its inputs, hashed: the repository the run starts from (the digest the controller
-    seals as ``fixture_sha256_before``), its plan and its held-out folder. A resumed record
-    is reused, and ``verify RESULTS_DIR`` passes it, only for the same definition of the
-    same inputs (SR-11 F1, F2).
+    of its inputs (``inputs``, read now when None), hashed. A resumed record is reused,
+    and ``verify RESULTS_DIR`` passes it, only for the same definition of the same inputs
+    (SR-11 F1, F2).
 
     Host paths are left out (the held-out folder's is replaced by its content): a
     generated suite is built in a new temporary folder on each invocation (SR-11 F8).
     """
     definition = case.task.model_dump(mode="json")
     del definition["held_out"]["path"]
-    inputs = {
-        "task": definition,
-        "repository": _tree_digest(case.repo or (case.fixtures_dir or Path()) / case.task.fixture),
-        "plan": _file_digest(case.plan or _own_plan(case)),
-        "held_out": _tree_digest(case.held_out_dir),
-    }
-    return hashlib.sha256(canonical_json(inputs)).hexdigest()
+    content = (inputs or task_inputs(case))._asdict()
+    return hashlib.sha256(canonical_json({"task": definition, **content})).hexdigest()
 
 
-def _tree_digest(path: Path) -> str:
-    """``tree_sha256`` of the folder as a run copies it; of the failure when it cannot be
-    read (such a run fails to start, and is another run than one that could)."""
+def repository_sha256(path: Path) -> str:
+    """``tree_sha256`` of a folder as a run copies it (the controller's own digest of its
+    repository); of the failure when it cannot be read (such a run fails to start, and is
+    another run than one that could)."""
     from sandbox_agent.errors import WorkspaceError
     from sandbox_agent.workspace import WorkspaceLimits
     from sandbox_agent.workspace.workspace import source_sha256
@@ -98,24 +132,14 @@ def _tree_digest(path: Path) -> str:
         return hashlib.sha256(f"unreadable: {error}".encode()).hexdigest()
 
 
-def _file_digest(path: Path | None) -> str:
+def file_sha256(path: Path | None) -> str:
+    """A file's SHA-256 ("" for none; of the failure when it cannot be read)."""
     if path is None:
         return ""
     try:
         return hashlib.sha256(read_bounded(path)).hexdigest()
     except OSError as error:
         return hashlib.sha256(f"unreadable: {error.strerror or error}".encode()).hexdigest()
-
-
-def _own_plan(case: EvalCase) -> Path | None:
-    """The fixture's own plan (``<fixtures_dir>/<name>.plan.json``), which a case without
-    a plan of its own replays."""
-    from sandbox_agent.controller.source import PLAN_SUFFIX
-
-    if case.repo is not None or case.fixtures_dir is None:
-        return None
-    path = case.fixtures_dir / f"{case.task.fixture}{PLAN_SUFFIX}"
-    return path if path.is_file() else None
 
 
 def is_journal_header(head: Any) -> bool:
@@ -231,6 +255,7 @@ class Journal:
                 is refused, never followed).
         """
         _plain_folder(results_dir)
+        _plain_folder_or_none(results_dir / TRACES_DIR)
         self.path = results_dir / JOURNAL_FILE
         _plain_file_or_none(self.path)
         self.identity = json.loads(json.dumps(identity, sort_keys=True, default=str))
@@ -243,9 +268,9 @@ class Journal:
         """Why lines or records were not used, and how many each (a run with no usable
         line runs again; a line superseded by a later good one costs nothing)."""
         self._found: dict[RunKey, tuple[str, RunRecord]] = {}
-        self._task_sha256: dict[EvalCase, str] = {}
-        """Each case's task hash, taken the first time it is asked (before its runs
-        start: the inputs as the runs found them)."""
+        self._inputs: dict[EvalCase, tuple[TaskInputs, str]] = {}
+        """Each case's inputs and task hash, taken the first time it is asked: by
+        ``run_all``, for every case before any run starts."""
         if self.path.exists():
             if resume:
                 self._read()
@@ -274,8 +299,13 @@ class Journal:
         """The journal's record of this run, when it has one for the same task definition
         that is a result (a ``HARNESS_ERROR`` runs again: it says nothing of the model)
         and whose run folder backs it."""
+        inputs, digest = self.inputs(case)
         found = self._found.get(case_key(case, repeat))
-        if found is None or found[0] != self._task_hash(case) or found[1].status == HARNESS_ERROR:
+        if found is None or found[0] != digest or found[1].status == HARNESS_ERROR:
+            return None
+        if found[1].fixture_sha256 != inputs.repository:
+            self._not_reused("its run copied another repository than this task's")
+            del self._found[case_key(case, repeat)]
             return None
         why = self._check_run(found[1])
         if why is not None:
@@ -290,7 +320,7 @@ class Journal:
 
     def append(self, case: EvalCase, record: RunRecord) -> None:
         """Add one finished run (signed, flushed and synced before it returns)."""
-        key, digest = case_key(case, record.repeat), self._task_hash(case)
+        key, digest = case_key(case, record.repeat), self.inputs(case)[1]
         self._found[key] = (digest, record)
         entry: dict[str, Any] = {
             "key": list(key),
@@ -302,10 +332,13 @@ class Journal:
         entry["signature"] = base64.b64encode(self._key.sign(canonical_json(entry))).decode()
         self._write_line(entry)
 
-    def _task_hash(self, case: EvalCase) -> str:
-        if case not in self._task_sha256:
-            self._task_sha256[case] = task_sha256(case)
-        return self._task_sha256[case]
+    def inputs(self, case: EvalCase) -> tuple[TaskInputs, str]:
+        """The case's inputs and task hash as this evaluation first read them (each
+        case's runs must be given these; ``executor.run_case`` checks)."""
+        if case not in self._inputs:
+            inputs = task_inputs(case)
+            self._inputs[case] = inputs, task_sha256(case, inputs)
+        return self._inputs[case]
 
     def _not_reused(self, why: str) -> None:
         self.not_reused[why] = self.not_reused.get(why, 0) + 1
@@ -386,6 +419,22 @@ def _plain_folder(path: Path) -> None:
         ) from None
     if not stat.S_ISDIR(info.st_mode):
         raise UsageError(f"{path} is not a folder: give another --results-dir")
+
+
+def _plain_folder_or_none(path: Path) -> None:
+    """``path`` is absent or a folder, never a link: run folders made under a linked
+    ``traces/`` would be written outside the results folder (SR-11 R5)."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise UsageError(f"cannot read {path} ({error.strerror})") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise UsageError(
+            f"{path} is not a plain folder (a link or a file): move it away, or give another "
+            "--results-dir"
+        )
 
 
 def _plain_file_or_none(path: Path) -> None:

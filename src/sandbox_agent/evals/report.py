@@ -53,6 +53,10 @@ class EvalReport(BaseModel):
     runs: list[RunRecord]
     cluster: ClusterReport | None = None
     """``eval --ray``: the nodes, what was lost, and an early end (each run names its node)."""
+    identity: dict[str, Any] | None = None
+    """The journal's identity: what makes this evaluation (suite, control, where its
+    fixtures, plans and dataset came from, provider, model and endpoint, budgets);
+    ``verify RESULTS_DIR`` checks it is the journal's, and ``report.md`` shows it."""
 
 
 def notice_for(provider: str) -> str:
@@ -76,6 +80,7 @@ def make_report(
     started_at: dt.datetime,
     wall_seconds: float,
     cluster: ClusterReport | None = None,
+    identity: dict[str, Any] | None = None,
 ) -> EvalReport:
     """Assemble the report from every run's record."""
     return EvalReport(
@@ -93,6 +98,7 @@ def make_report(
         tasks=per_task(records),
         runs=records,
         cluster=cluster,
+        identity=identity,
     )
 
 
@@ -128,6 +134,22 @@ def _held_out_cell(record: RunRecord) -> str:
     return f"{held.status} {held.tests_run - held.failures - held.errors}/{held.tests_run}"
 
 
+def _inputs_line(identity: dict[str, Any] | None) -> list[str]:
+    """Where the evaluation's inputs and model answers came from (SR-11 R6: a replaying
+    server on loopback, or fixtures of one's own, looked like the real thing)."""
+    if identity is None:
+        return []
+    options = identity.get("provider_options")
+    endpoint = options.get("base_url") if isinstance(options, dict) else None
+    parts = [
+        f"fixtures {identity.get('fixtures_dir') or 'of the project'}",
+        f"plans {identity.get('plans') or 'of the tasks'}",
+        *([f"dataset {identity['dataset']}"] if identity.get("dataset") else []),
+        f"endpoint {endpoint or 'the provider default'}",
+    ]
+    return ["- inputs: " + ", ".join(_text(part) for part in parts)]
+
+
 def to_markdown(report: EvalReport) -> str:
     """A human report: notice, configuration, summary, per task, every run, violations."""
     s = report.summary
@@ -139,6 +161,7 @@ def to_markdown(report: EvalReport) -> str:
         f"- provider {_text(report.provider)}, model {_text(report.model or '-')}, runtime "
         f"{_text(report.runtime)}, jobs {report.jobs}, repeats {report.repeats}"
         + (", **control run (no fix)**" if report.control else ""),
+        *_inputs_line(report.identity),
         f"- started {report.started_at}, wall time {report.wall_seconds:.1f} s",
         "",
         "## Summary",

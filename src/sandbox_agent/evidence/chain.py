@@ -59,7 +59,7 @@ def _check_line(
 ) -> BadEvent | None:
     try:
         event = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deep (SR-11 R3)
         event = None
     if not isinstance(event, dict):
         return BadEvent(line=number, seq=None, reason="not a JSON object")
