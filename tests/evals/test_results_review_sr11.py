@@ -512,3 +512,25 @@ def test_r6_the_report_shows_where_its_inputs_and_model_came_from(home: Path) ->
     hidden["fixtures_dir"] = None
     write_report(report.model_copy(update={"identity": hidden}), evaluation.results)
     assert "report" in failed_checks(evaluation.results)
+
+
+def test_r4_a_run_spliced_in_from_another_folder_of_the_same_evaluation_is_refused(
+    home: Path,
+) -> None:
+    # The retest ran one evaluation twice and moved a run's signed line and folder from one
+    # results folder to the other: verified, and reused on resume (best of N, per run).
+    first = Evaluation(home)
+    first.run(resume=False)
+    second = Evaluation(home)
+    second.results = home / "second"
+    second.run(resume=False)
+    assert failed_checks(second.results) == {}
+    theirs = (first.results / JOURNAL_FILE).read_text().splitlines()[1]
+    header = (second.results / JOURNAL_FILE).read_text().splitlines()[0]
+    (second.results / JOURNAL_FILE).write_text(header + "\n" + theirs + "\n")
+    shutil.rmtree(second.results / TRACES_DIR)
+    shutil.copytree(first.results / TRACES_DIR, second.results / TRACES_DIR)
+    write_report(_report(first), second.results)  # the same identity: the same evaluation
+    assert {"runs"} <= set(failed_checks(second.results))
+    ran, _ = second.run(resume=True)
+    assert ran == [FIXTURE], "a run of another results folder runs again"

@@ -258,7 +258,9 @@ def _journal(path: Path, key: Ed25519PublicKey) -> tuple[dict[str, Any] | None, 
         digest = identity_sha256(header["identity"])
     except (OSError, ValueError, RecursionError):  # ValueError: Infinity (SR-11 F4)
         return None, {}, 0
-    found, refused = read_lines(lines[1:], digest, key)
+    evaluation = header.get("evaluation")
+    evaluation = evaluation if isinstance(evaluation, str) else None
+    found, refused = read_lines(lines[1:], digest, key, evaluation)
     return header, found, len(refused)
 
 

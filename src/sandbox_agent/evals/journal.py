@@ -30,6 +30,7 @@ import hashlib
 import json
 import os
 import stat
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -161,9 +162,14 @@ def identity_sha256(identity: dict[str, Any]) -> str:
 
 
 def check_line(
-    entry: Any, identity_digest: str, public_key: Ed25519PublicKey
+    entry: Any, identity_digest: str, public_key: Ed25519PublicKey, evaluation: str | None = None
 ) -> tuple[RunKey, str, RunRecord] | str:
-    """One journal line's key, task hash and record, or why it cannot be trusted."""
+    """One journal line's key, task hash and record, or why it cannot be trusted.
+
+    Args:
+        evaluation: the results folder's own id (its journal header's ``evaluation``;
+            None for a journal written before there was one).
+    """
     if not isinstance(entry, dict):
         return "not a journal line"
     try:
@@ -174,6 +180,8 @@ def check_line(
         return "its signature does not hold under this host's key (edited, or signed elsewhere)"
     if entry.get("identity_sha256") != identity_digest:
         return "it was written for another evaluation"
+    if entry.get("evaluation") != evaluation:
+        return "it was written in another results folder (another run of this evaluation)"
     try:
         task_id, version, repeat = entry["key"]
         key = RunKey(str(task_id), int(version), int(repeat))
@@ -268,6 +276,10 @@ class Journal:
         """Why lines or records were not used, and how many each (a run with no usable
         line runs again; a line superseded by a later good one costs nothing)."""
         self._found: dict[RunKey, tuple[str, RunRecord]] = {}
+        self.evaluation: str | None = None
+        """This results folder's own id, signed into each line so that a line moved in
+        from another folder of the same evaluation is not this one's (SR-11 R4); None in
+        a journal written before there was one."""
         self._inputs: dict[EvalCase, tuple[TaskInputs, str]] = {}
         """Each case's inputs and task hash, taken the first time it is asked: by
         ``run_all``, for every case before any run starts."""
@@ -277,7 +289,9 @@ class Journal:
             else:
                 set_aside(self.path)
         if not self.path.exists() or self.path.stat().st_size == 0:
-            self._write_line({"journal": JOURNAL_SCHEMA, "identity": self.identity})
+            self.evaluation = uuid.uuid4().hex
+            header = {"journal": JOURNAL_SCHEMA, "identity": self.identity}
+            self._write_line({**header, "evaluation": self.evaluation})
 
     @classmethod
     def existing(cls, results_dir: Path) -> Journal:
@@ -326,6 +340,7 @@ class Journal:
             "key": list(key),
             "task_sha256": digest,
             "identity_sha256": self._identity_sha256,
+            "evaluation": self.evaluation,
             "record": record.model_dump(mode="json"),
             "signer": fingerprint(self._key.public_key()),
         }
@@ -384,21 +399,28 @@ class Journal:
                 f"{', '.join(differs) or 'its identity'}): give another --results-dir, "
                 "or drop --resume to start over"
             )
-        self._found, refused = read_lines(lines[1:], self._identity_sha256, self._key.public_key())
+        evaluation = head.get("evaluation")
+        self.evaluation = evaluation if isinstance(evaluation, str) else None
+        self._found, refused = read_lines(
+            lines[1:], self._identity_sha256, self._key.public_key(), self.evaluation
+        )
         for why in refused:
             self.ignored += 1
             self._not_reused(why)
 
 
 def read_lines(
-    lines: list[str], identity_digest: str, public_key: Ed25519PublicKey
+    lines: list[str],
+    identity_digest: str,
+    public_key: Ed25519PublicKey,
+    evaluation: str | None = None,
 ) -> tuple[dict[RunKey, tuple[str, RunRecord]], list[str]]:
     """A journal's run lines as a resume reads them (and ``verify RESULTS_DIR``): for each
     run the last line that holds (its task hash and record), and why each other failed."""
     found: dict[RunKey, tuple[str, RunRecord]] = {}
     refused: list[str] = []
     for line in lines:
-        checked = check_line(_json(line), identity_digest, public_key)
+        checked = check_line(_json(line), identity_digest, public_key, evaluation)
         if isinstance(checked, str):
             refused.append(checked)
         else:
