@@ -3,18 +3,23 @@ it finishes, so an evaluation stopped midway (a session that ends, a machine tha
 reboots, Ctrl-C) keeps what finished and ``eval --resume`` runs only the rest.
 
 The first line says which evaluation wrote the file (its ``identity``: suite, control or
-not, provider, model, budgets, runtime, dependency options, repeats); each further line
-is one run: its key (task id, task version, repeat), the SHA-256 of the task's definition,
-the SHA-256 of the identity, and the record, signed (Ed25519) with this host's signing key,
-the key that seals every run's evidence. ``--resume`` refuses a journal written by another
-evaluation (one line that names what differs), and reuses a record only when
+not, provider, model, budgets, runtime, dependency options, repeats) and this folder's own
+id (``evaluation``); each further line is one run: its key (task id, task version,
+repeat), its task hash (the task's definition and its inputs' content, ``task_sha256``),
+the SHA-256 of the identity, the folder's id, and the record, signed (Ed25519) with this
+host's signing key, the key that seals every run's evidence. ``--resume`` refuses a
+journal written by another evaluation (one line that names what differs), and reuses a
+record only when
 
 - its line's signature holds under this host's key, the line is of this evaluation (its
-  identity's hash), and its record is of the run its key names (a record edited, pasted
-  under another key or carried over from another evaluation runs again);
-- its task's definition is the same, and the run was not a harness error;
-- its run folder is there and ``verify`` passes on it, with the sealed status equal to
-  the record's (a record whose evidence was deleted or changed runs again).
+  identity's hash) and of this folder (its id), and its record is of the run its key
+  names (a record edited, pasted under another key or carried over from another
+  evaluation or folder runs again);
+- its task's definition and inputs are the same as now, its run copied the repository
+  hashed, and the run was not a harness error;
+- its run folder is there and ``verify`` passes on it, with the sealed status and
+  repository digest equal to the record's (a record whose evidence was deleted or
+  changed runs again).
 
 Anything else (a line cut short by a stop mid-write, a line that is not JSON, nested too
 deep, or not a record) is ignored: that run runs again. ``check_line`` is what ``verify
