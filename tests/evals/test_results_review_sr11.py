@@ -534,3 +534,140 @@ def test_r4_a_run_spliced_in_from_another_folder_of_the_same_evaluation_is_refus
     assert {"runs"} <= set(failed_checks(second.results))
     ran, _ = second.run(resume=True)
     assert ran == [FIXTURE], "a run of another results folder runs again"
+
+
+# A second retest (R7-R11): the copy race, the plan other providers read, a control run
+# with plans, inputs that read like the defaults, and undecodable names. -------------------
+
+
+def test_r7_a_repository_swapped_between_the_controllers_hash_and_its_copy_is_no_pass(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The second retest swapped the fixed file in once the workspace folder appeared and
+    # back once the copy held it: the sealed digest (taken before the copy) named the
+    # buggy fixture, and a control pass verified.
+    from sandbox_agent.workspace import workspace as workspace_module
+    from sandbox_agent.workspace.workspace import Workspace
+
+    evaluation = Evaluation(home)
+    fixed = evaluation.fixtures / FIXTURE / "fixed.txt"
+    hash_then = workspace_module.tree_sha256
+    copy_then = workspace_module.copy_tree
+
+    def hash_then_swap(*args: object, **kwargs: object) -> str:
+        digest = hash_then(*args, **kwargs)  # type: ignore[arg-type]
+        fixed.write_text("swapped in after the hash\n")
+        return digest
+
+    def copy_then_restore(*args: object, **kwargs: object) -> object:
+        try:
+            return copy_then(*args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            fixed.unlink(missing_ok=True)
+
+    def controller(config: RunConfig, **kwargs: object) -> RunResult:
+        """The controller's start as it is (``Workspace.create``), racing the swap."""
+        assert config.fixtures_dir is not None
+        with monkeypatch.context() as patch:
+            patch.setattr(workspace_module, "tree_sha256", hash_then_swap)
+            patch.setattr(workspace_module, "copy_tree", copy_then_restore)
+            workspace = Workspace.create(config.fixtures_dir / str(config.fixture))
+        with workspace:
+            fixed_copy = (workspace.base / "fixed.txt").is_file()
+            result = fixture_run_task(config, **kwargs)
+            integrity = result.fixture.model_copy(
+                update={
+                    "sha256_before": workspace.sha256_before,
+                    "sha256_copy": workspace.sha256_copy,
+                }
+            )
+        assert fixed_copy, "the race worked: the copy holds the swapped-in file"
+        return result.model_copy(update={"fixture": integrity, "status": "SUCCEEDED"})
+
+    journal = Journal(evaluation.results, evaluation.identity, resume=False)
+    with tempfile.TemporaryDirectory() as scratch:
+        (record,) = run_all(evaluation.cases(Path(scratch)),
+                            EvalOptions(trace_dir=evaluation.results / TRACES_DIR),
+                            backend_factory=FakeBackend, run_task=controller,
+                            journal=journal)  # fmt: skip
+    assert not fixed.exists()
+    assert record.status == "HARNESS_ERROR"
+    assert "changed while" in record.reason
+
+
+def test_r8_every_provider_replays_the_private_copy_of_its_plan(home: Path) -> None:
+    # mock-adversarial (like every provider but scripted) read the plan from its original
+    # path, after the copy was hashed: a plan swapped meanwhile ran unseen.
+    evaluation = Evaluation(home)
+    given: list[str | None] = []
+
+    def recording(config: RunConfig, **kwargs: object) -> RunResult:
+        given.append(config.provider_options.reference_plan_path)
+        return fixture_run_task(config, **kwargs)
+
+    journal = Journal(evaluation.results, evaluation.identity, resume=False)
+    with tempfile.TemporaryDirectory() as scratch:
+        cases = evaluation.cases(Path(scratch))
+        original = str(cases[0].plan)
+        (record,) = run_all(cases, EvalOptions(provider="mock-adversarial",
+                                               trace_dir=evaluation.results / TRACES_DIR),
+                            backend_factory=FakeBackend, run_task=recording,
+                            journal=journal)  # fmt: skip
+    assert given[0] is not None
+    assert given[0] != original, "the run replays the copy that was hashed"
+    assert record.config["plan"] == original, "the record names the plan, not its copy"
+
+
+def test_r9_a_control_run_with_plans_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # --no-fix with --plans holding the reference plans made a "control run (no fix)"
+    # that passed 3/3, and verified.
+    argv = ["eval", "--tasks", TASK, "--no-fix", "--plans", str(tmp_path),
+            "--results-dir", str(tmp_path / "r")]  # fmt: skip
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert "--no-fix" in error
+    assert "--plans" in error
+    assert not (tmp_path / "r").exists()
+
+
+def test_r10_inputs_named_like_the_defaults_do_not_read_like_them(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Folders named "of the project" and "of the tasks" read, in report.md, word for word
+    # like the project's fixtures and the tasks' own plans.
+    monkeypatch.chdir(home)
+    (home / "of the project").mkdir()
+    shutil.copytree(default_fixtures_dir() / FIXTURE, home / "of the project" / FIXTURE)
+    evaluation = Evaluation(home)
+    evaluation.identity["fixtures_dir"] = "of the project"
+    evaluation.fixtures = Path("of the project")
+    evaluation.run(resume=False)
+    default = Evaluation(home / "default")
+    default.identity["fixtures_dir"] = None
+    markdown = (evaluation.results / "report.md").read_text()
+    default_line = to_markdown(
+        _report(evaluation).model_copy(update={"identity": default.identity})
+    )
+    inputs = next(line for line in markdown.splitlines() if line.startswith("- inputs:"))
+    assert inputs not in default_line
+    assert "'of the project'" in inputs
+
+
+def test_r11_undecodable_names_are_one_line_not_a_traceback(
+    honest: Evaluation, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A non-UTF-8 --fixtures-dir crashed eval after every run, leaving no report; a lone
+    # surrogate in the journal's identity crashed verify's printing.
+    undecodable = os.fsdecode(bytes(tmp_path) + b"/fx\xff")
+    argv = ["eval", "--tasks", TASK, "--fixtures-dir", undecodable,
+            "--results-dir", str(tmp_path / "r")]  # fmt: skip
+    assert main(argv) == 2
+    assert "UTF-8" in capsys.readouterr().err
+    journal = honest.results / JOURNAL_FILE
+    header, *rest = journal.read_text().splitlines()
+    journal.write_text(header.replace('"fixtures_dir": "', '"fixtures_dir": "\\ud800', 1)
+                       + "\n" + "\n".join(rest) + "\n")  # fmt: skip
+    assert main(["verify", str(honest.results)]) == 1
+    assert "Traceback" not in capsys.readouterr().err

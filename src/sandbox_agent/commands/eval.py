@@ -215,6 +215,24 @@ def _check_flags(args: argparse.Namespace) -> None:
         raise UsageError("--resume is for evaluations on this host; drop --ray or --resume")
     if args.resume and not args.results_dir:
         raise UsageError("--resume needs --results-dir DIR: the evaluation to continue")
+    if args.no_fix and args.plans:
+        raise UsageError(
+            "--no-fix replaces every plan with one that changes nothing, and --plans gives "
+            "plans: drop one of them"
+        )
+    for flag, value in (
+        ("--fixtures-dir", args.fixtures_dir),
+        ("--plans", args.plans),
+        ("--dataset", args.dataset),
+        ("--results-dir", args.results_dir),
+    ):
+        # A name that is not UTF-8 reaches Python as lone surrogates, which are not
+        # printable: the report could not be written after every run (SR-11 R11).
+        if value is not None and not str(value).isprintable():
+            raise UsageError(
+                f"{flag} must be a printable UTF-8 path (the report and the journal name "
+                "it): rename the folder or link to it from such a path"
+            )
 
 
 def run(args: argparse.Namespace) -> int:

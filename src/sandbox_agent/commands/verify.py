@@ -87,4 +87,7 @@ def run(args: argparse.Namespace) -> int:
 def _print_checks(checks: list[VerifyCheck]) -> None:
     """One line per check: ``ok``/``FAIL``, its name, what it found."""
     for check in checks:
-        print(f"{'ok  ' if check.ok else 'FAIL'} {check.name:<12} {check.detail}")
+        # A detail can quote a hostile folder's text (a lone surrogate included, SR-11
+        # R11): escaped, never a traceback.
+        detail = check.detail.encode("utf-8", "backslashreplace").decode("utf-8")
+        print(f"{'ok  ' if check.ok else 'FAIL'} {check.name:<12} {detail}")

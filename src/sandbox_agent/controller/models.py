@@ -98,6 +98,9 @@ class FixtureIntegrity(BaseModel):
     intact: bool
     sha256_before: str
     sha256_after: str
+    sha256_copy: str = ""
+    """The digest of the copy the run was given, taken after copying (the original can
+    change between its hash and its copy; ``Workspace.sha256_copy``)."""
 
 
 class FinalTests(BaseModel):

@@ -278,6 +278,7 @@ class RunSession:
                 intact=sha_after == workspace.sha256_before,
                 sha256_before=workspace.sha256_before,
                 sha256_after=sha_after,
+                sha256_copy=workspace.sha256_copy,
             ),
             trace_path=str(trace.path),
             # Recorded redacted by the loop; again here, as ``result.json`` is public too.

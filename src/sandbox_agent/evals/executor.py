@@ -133,17 +133,21 @@ def _sandbox_counts(result: RunResult, held_out: HeldOutResult) -> tuple[int, in
     return timeouts, refused, sandbox_ms
 
 
-def _record_config(config: RunConfig) -> dict[str, Any]:
+def _record_config(config: RunConfig, plan: Path | None = None) -> dict[str, Any]:
+    """What a run was given, for its record; ``plan``: the plan as the task names it
+    (the run replays a private copy of it)."""
     return {
         "budgets": config.budgets.model_dump(),
         "limits": config.limits.model_dump(),
         "runtime": config.runtime,
         "allowed_tools": list(config.allowed_tools),
-        "plan": config.provider_options.reference_plan_path,
+        "plan": str(plan) if plan else config.provider_options.reference_plan_path,
     }
 
 
-def error_record(case: EvalCase, repeat: int, config: RunConfig, error: str) -> RunRecord:
+def error_record(
+    case: EvalCase, repeat: int, config: RunConfig, error: str, *, plan: Path | None = None
+) -> RunRecord:
     """The record of a run that did not finish (``HARNESS_ERROR``, never passed)."""
     task = case.task
     return RunRecord(
@@ -153,7 +157,7 @@ def error_record(case: EvalCase, repeat: int, config: RunConfig, error: str) -> 
         repeat=repeat,
         provider=config.provider,
         model=config.provider_options.model or "",
-        config=_record_config(config),
+        config=_record_config(config, plan),
         fixture=task.fixture,
         fixture_sha256="",
         status=HARNESS_ERROR,
@@ -274,15 +278,7 @@ def run_case(
         except OSError as error:
             why = f"its plan or held-out tests cannot be read: {error}"
             return error_record(case, repeat, build_config(case, options, run_id), why)
-        config = build_config(case, options, run_id)
-        if original_plan is not None:  # the record names the plan, not its copy
-            config = config.model_copy(
-                update={
-                    "provider_options": config.provider_options.model_copy(
-                        update={"reference_plan_path": str(original_plan)}
-                    )
-                }
-            )
+        config = build_config(case, options, run_id)  # every provider replays the copy
         copied = task_inputs(case)
         if inputs is not None and (copied.plan, copied.held_out) != (
             inputs.plan,
@@ -290,7 +286,7 @@ def run_case(
         ):
             changed = "plan" if copied.plan != inputs.plan else "held-out tests"
             why = f"its {changed} changed after the evaluation hashed them: it did not run"
-            return error_record(case, repeat, config, why)
+            return error_record(case, repeat, config, why, plan=original_plan)
 
         def keep_final_tree(root: Path) -> None:
             copy_regular_tree(root, final)
@@ -302,14 +298,18 @@ def run_case(
         except (UsageError, SetupError):
             raise
         except Exception as error:  # one run's crash is recorded, the eval goes on
-            return error_record(case, repeat, config, f"{type(error).__name__}: {error}")
-        before = result.fixture.sha256_before
+            why = f"{type(error).__name__}: {error}"
+            return error_record(case, repeat, config, why, plan=original_plan)
+        before, copy = result.fixture.sha256_before, result.fixture.sha256_copy
         if inputs is not None and before and before != inputs.repository:
             why = (
                 f"its repository changed during the run: the evaluation hashed "
                 f"{inputs.repository[:16]}..., the run copied {before[:16]}..."
             )
-            return error_record(case, repeat, config, why)
+            return error_record(case, repeat, config, why, plan=original_plan)
+        if inputs is not None and copy and copy != inputs.copy:
+            why = "its repository changed while the controller copied it: not the one hashed"
+            return error_record(case, repeat, config, why, plan=original_plan)
         agent_s = time.monotonic() - started
         held_out_error: str | None = None
         if final.is_dir():
@@ -336,7 +336,7 @@ def run_case(
         repeat=repeat,
         provider=result.provider or options.provider,
         model=result.model or (options.model or ""),
-        config=_record_config(config),
+        config=_record_config(config, original_plan),
         fixture=task.fixture,
         fixture_sha256=result.fixture.sha256_before,
         status=HARNESS_ERROR if held_out_error else result.status,

@@ -80,15 +80,33 @@ class TaskInputs(NamedTuple):
     """Its plan file ("" for none)."""
     held_out: str
     """Its held-out folder."""
+    copy: str
+    """The workspace copy of its repository, made as a run makes it
+    (``Workspace.sha256_copy``): a run must have been given that very copy."""
 
 
 def task_inputs(case: EvalCase) -> TaskInputs:
     """The case's inputs as they are now (read, never changed)."""
+    repository = case_repository(case)
     return TaskInputs(
-        repository=repository_sha256(case_repository(case)),
+        repository=repository_sha256(repository),
         plan=file_sha256(case_plan(case)),
         held_out=repository_sha256(case.held_out_dir),
+        copy=copy_sha256(repository),
     )
+
+
+def copy_sha256(path: Path) -> str:
+    """``Workspace.sha256_copy`` of a workspace made from ``path`` and removed (of the
+    failure when none can be made)."""
+    from sandbox_agent.errors import UsageError, WorkspaceError
+    from sandbox_agent.workspace import Workspace
+
+    try:
+        with Workspace.create(path) as workspace:
+            return workspace.sha256_copy
+    except (UsageError, WorkspaceError) as error:
+        return hashlib.sha256(f"not copied: {error}".encode()).hexdigest()
 
 
 def case_repository(case: EvalCase) -> Path:

@@ -141,13 +141,20 @@ def _inputs_line(identity: dict[str, Any] | None) -> list[str]:
         return []
     options = identity.get("provider_options")
     endpoint = options.get("base_url") if isinstance(options, dict) else None
+    # A path given is quoted, as given; a default is said in parentheses, a form no
+    # quoted path takes (folders named like the defaults read like them, SR-11 R10).
     parts = [
-        f"fixtures {identity.get('fixtures_dir') or 'of the project'}",
-        f"plans {identity.get('plans') or 'of the tasks'}",
-        *([f"dataset {identity['dataset']}"] if identity.get("dataset") else []),
-        f"endpoint {endpoint or 'the provider default'}",
+        ("fixtures", identity.get("fixtures_dir"), "the project's"),
+        ("plans", identity.get("plans"), "the tasks' own"),
+        ("dataset", identity.get("dataset"), "the default"),
+        ("endpoint", endpoint, "the provider's default"),
     ]
-    return ["- inputs: " + ", ".join(_text(part) for part in parts)]
+    shown = [
+        f"{name} {_text(repr(str(value))) if value else f'({default})'}"
+        for name, value, default in parts
+        if value or name != "dataset"
+    ]
+    return ["- inputs: " + ", ".join(shown)]
 
 
 def to_markdown(report: EvalReport) -> str:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from sandbox_agent.errors import UsageError, WorkspaceError
 from sandbox_agent.workspace import diff
 from sandbox_agent.workspace.copy import SkippedEntry, WorkspaceLimits, copy_tree, make_dir
-from sandbox_agent.workspace.hashing import tree_sha256
+from sandbox_agent.workspace.hashing import mounted_tree_sha256, tree_sha256
 from sandbox_agent.workspace.owner import WORKSPACE_PREFIX, write_owner
 from sandbox_agent.workspace.safefs import SafeFS
 
@@ -38,6 +38,7 @@ class Workspace:
         sha256_before: str,
         skipped: list[SkippedEntry],
         limits: WorkspaceLimits | None = None,
+        sha256_copy: str = "",
     ) -> None:
         """Not for callers: use ``Workspace.create``."""
         self.folder = folder
@@ -45,6 +46,9 @@ class Workspace:
         self.base = folder / BASE_DIR
         self.source = source
         self.sha256_before = sha256_before
+        self.sha256_copy = sha256_copy
+        """``mounted_tree_sha256`` of the copy as made (its base tree): what the run was
+        given, whatever the original held between its hash and its copy (SR-11 R7)."""
         self.skipped = skipped
         """Objects of the source left out of the copy (links, special files, ...)."""
         self.limits = limits or WorkspaceLimits()
@@ -86,6 +90,7 @@ class Workspace:
             for name in (REPO_DIR, BASE_DIR):
                 make_dir(folder / name)
             skipped = copy_tree(source, (folder / REPO_DIR, folder / BASE_DIR), limits)
+            sha256_copy = mounted_tree_sha256(folder / BASE_DIR)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
@@ -95,6 +100,7 @@ class Workspace:
             sha256_before=sha256_before,
             skipped=skipped,
             limits=limits,
+            sha256_copy=sha256_copy,
         )
 
     def source_sha256_now(self) -> str:
