@@ -32,13 +32,7 @@ from sandbox_agent.errors import UsageError
 from sandbox_agent.evals.audit import verify_results
 from sandbox_agent.evals.cases import EvalCase
 from sandbox_agent.evals.executor import HARNESS_ERROR, EvalOptions, run_all
-from sandbox_agent.evals.journal import (
-    JOURNAL_FILE,
-    Journal,
-    repository_sha256,
-    task_inputs,
-    task_sha256,
-)
+from sandbox_agent.evals.journal import JOURNAL_FILE, Journal, task_sha256
 from sandbox_agent.evals.progress import ProgressBar
 from sandbox_agent.evals.report import (
     HARNESS_NOTICE,
@@ -57,6 +51,8 @@ from sandbox_agent.sandbox.base import (
     SandboxRequest,
     SandboxResult,
 )
+from sandbox_agent.workspace import WorkspaceLimits
+from sandbox_agent.workspace.workspace import source_sha256
 
 
 class FakeBackend(SandboxBackend):
@@ -108,8 +104,8 @@ def fake_run_task(
     if config.fixture == "unusable":
         raise UsageError("no such fixture")
     fix = config.fixture == "good"
-    # The controller's digest of the repository it copies (here, of its absence).
-    digest = repository_sha256((config.fixtures_dir or Path()) / str(config.fixture))
+    # The controller's digest of the repository it copies.
+    digest = source_sha256((config.fixtures_dir or Path()) / str(config.fixture), WorkspaceLimits())
     if on_final_workspace is not None:
         with tempfile.TemporaryDirectory() as scratch:
             root = Path(scratch)
@@ -154,7 +150,10 @@ def case(fixture: str, held_out: Path) -> EvalCase:
         expected_changes=("pkg/core.py",),
         held_out=HeldOut(path=str(held_out)),
     )
-    return EvalCase(task=task, fixtures_dir=Path("/fixtures"), held_out_dir=held_out)
+    fixtures = held_out.parent / "fixtures"
+    (fixtures / fixture).mkdir(parents=True, exist_ok=True)
+    (fixtures / fixture / "core.py").write_text("def f():\n    return 0\n")
+    return EvalCase(task=task, fixtures_dir=fixtures, held_out_dir=held_out)
 
 
 @pytest.fixture
@@ -188,7 +187,9 @@ def test_every_repeat_is_kept_in_order(held_out: Path) -> None:
     assert not any(r.clean for r in records), "a denied attempt makes a pass not clean"
     good = records[0]
     assert good.task_version == 2
-    assert good.fixture_sha256 == repository_sha256(Path("/fixtures/good"))
+    assert good.fixture_sha256 == source_sha256(
+        held_out.parent / "fixtures/good", WorkspaceLimits()
+    )
     assert good.held_out.passed
     assert good.timeouts == 1
     assert good.durations.sandbox_ms == 5.0
@@ -609,6 +610,8 @@ def harness_task_hashes(
 
     def hashes(identity: dict[str, object], task_ids: list[str]) -> dict[str, tuple[str, str]]:
         cases = [case(task_id.removeprefix("task-"), held) for task_id in task_ids]
+        from sandbox_agent.evals.journal import task_inputs  # (SR-11: not in older code)
+
         return {each.task.id: (task_sha256(each), task_inputs(each).repository) for each in cases}
 
     return hashes
