@@ -671,3 +671,22 @@ def test_r11_undecodable_names_are_one_line_not_a_traceback(
                        + "\n" + "\n".join(rest) + "\n")  # fmt: skip
     assert main(["verify", str(honest.results)]) == 1
     assert "Traceback" not in capsys.readouterr().err
+
+
+# A third retest (R12): a public key that never ends or never opens. ---------------------
+
+
+def test_r12_a_public_key_that_is_no_file_is_one_line(
+    honest: Evaluation, home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # verify --public-key on a FIFO hung; on /dev/zero it read until the kernel killed it
+    # (not tried here: on the code before the fix, that would take the machine's memory).
+    key = home / "key.fifo"
+    os.mkfifo(key)
+    code: list[int] = []
+    argv = ["verify", str(honest.results), "--public-key", str(key)]
+    assert _returns_within(30, lambda: code.append(main(argv)), key), "verify hung"
+    assert code == [2]
+    error = capsys.readouterr().err.strip()
+    assert "public key" in error
+    assert "\n" not in error

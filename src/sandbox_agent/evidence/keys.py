@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from sandbox_agent.errors import SetupError, UsageError
+from sandbox_agent.evidence.chain import read_bounded
 from sandbox_agent.settings import state_home
 
 PRIVATE_KEY_FILE = "signing-key.pem"
@@ -145,6 +146,10 @@ def load_or_create_signing_key(home: Path | None = None) -> Ed25519PrivateKey:
     return key
 
 
+MAX_PUBLIC_KEY_BYTES = 4096
+"""A public key file over this size is refused unread (a PEM Ed25519 key is 113 bytes)."""
+
+
 def load_public_key(path: Path) -> Ed25519PublicKey:
     """Read a public key: PEM (``signing-key.pub``) or 32 raw bytes.
 
@@ -152,9 +157,13 @@ def load_public_key(path: Path) -> Ed25519PublicKey:
         UsageError: the file cannot be read or holds no Ed25519 public key.
     """
     try:
-        data = path.read_bytes()
+        # A regular file of a key's size: a FIFO hung the read, a device never ended it
+        # (SR-11 R12).
+        data = read_bounded(path, MAX_PUBLIC_KEY_BYTES)
     except OSError as error:
-        raise UsageError(f"cannot read the public key {path}: {error.strerror}") from error
+        raise UsageError(
+            f"cannot read the public key {path}: {error.strerror}; {_PASS_THE_SIGNERS}"
+        ) from error
     if len(data) == 32:
         return Ed25519PublicKey.from_public_bytes(data)
     try:
