@@ -32,7 +32,13 @@ from sandbox_agent.evals.heldout import (
     run_held_out,
     run_held_out_suite,
 )
-from sandbox_agent.evals.journal import Journal, TaskInputs, case_plan, task_inputs
+from sandbox_agent.evals.journal import (
+    Journal,
+    TaskInputs,
+    case_plan,
+    file_sha256,
+    repository_sha256,
+)
 from sandbox_agent.evals.progress import ProgressBar
 from sandbox_agent.evals.records import HARNESS_ERROR, Durations, RunRecord
 from sandbox_agent.evals.scoring import score_run
@@ -279,12 +285,9 @@ def run_case(
             why = f"its plan or held-out tests cannot be read: {error}"
             return error_record(case, repeat, build_config(case, options, run_id), why)
         config = build_config(case, options, run_id)  # every provider replays the copy
-        copied = task_inputs(case)
-        if inputs is not None and (copied.plan, copied.held_out) != (
-            inputs.plan,
-            inputs.held_out,
-        ):
-            changed = "plan" if copied.plan != inputs.plan else "held-out tests"
+        copied = file_sha256(case_plan(case)), repository_sha256(case.held_out_dir)
+        if inputs is not None and copied != (inputs.plan, inputs.held_out):
+            changed = "plan" if copied[0] != inputs.plan else "held-out tests"
             why = f"its {changed} changed after the evaluation hashed them: it did not run"
             return error_record(case, repeat, config, why, plan=original_plan)
 
