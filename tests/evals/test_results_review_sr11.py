@@ -1,9 +1,11 @@
-"""SR-11: a third outside retest of ``eval --resume`` and ``verify RESULTS_DIR``.
+"""SR-11: a third outside retest of ``eval --resume`` and ``verify RESULTS_DIR`` (F1-F9),
+and three outside retests of its fixes (R1-R12).
 
-A run made on other inputs (a fixture with its bug removed, a plan since rewritten) was
-reused and verified; the report's headline fields were not checked; a hostile folder
-crashed or hung both. Each test here was written against the code before the fix and
-failed there (docs/SECURITY_REVIEW.md, SR-11; docs/findings.toml).
+A run made on other inputs (a fixture with its bug removed, a plan since rewritten, or
+inputs swapped while the run was in flight) was reused and verified; the report's
+headline fields were not checked and hid where inputs and answers came from; a hostile
+folder crashed or hung both. Each test here was written against the code before its fix
+and failed there (docs/SECURITY_REVIEW.md, SR-11; docs/findings.toml).
 
 The runs are the fake controller's of ``test_eval_executor`` (sealed like the real one's,
 no Docker), over real tasks of ``evals/tasks.json`` whose fixture and plan are copies in
