@@ -325,12 +325,14 @@ class Journal:
         """
         path = results_dir / JOURNAL_FILE
         _plain_file_or_none(path)
-        with path.open("rb") as handle:
-            head = _json(handle.readline(1024 * 1024).decode("utf-8", errors="replace"))
-        identity = head.get("identity") if isinstance(head, dict) else None
-        if not isinstance(identity, dict):
+        try:
+            data = read_bounded(path, MAX_JOURNAL_BYTES)  # never blocks (SR-11 F5)
+        except OSError as error:
+            raise UsageError(f"cannot read {path} ({error.strerror or error})") from None
+        head: Any = _json(data.split(b"\n", 1)[0].decode("utf-8", errors="replace"))
+        if not is_journal_header(head):
             raise UsageError(f"{path} is not an evaluation journal")
-        return cls(results_dir, identity, resume=True)
+        return cls(results_dir, head["identity"], resume=True)
 
     def finished(self, case: EvalCase, repeat: int) -> RunRecord | None:
         """The journal's record of this run, when it has one for the same task definition
