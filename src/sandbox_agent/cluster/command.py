@@ -31,6 +31,8 @@ def run_on_cluster(
         UsageError: a case cannot run.
     """
     by_task = {(case.task.id, case.task.version): case for case in cases}
+    for case in cases:  # the inputs as they are before any run starts (SR-11 R1)
+        journal.inputs(case)
 
     def keep(record: RunRecord) -> None:
         journal.append(by_task[record.task_id, record.task_version], record)
