@@ -3,8 +3,9 @@
 PID 1 forks it as ``identity.JUDGE_UID`` with cwd ``/``, so neither the workspace nor
 anything the candidate's uid can write is on its path, and with these descriptors:
 
-- fd 0: its input, an anonymous file PID 1 filled (``{"name", "source"}``: the held-out
-  unittest module, trusted evaluation data, never in the workspace);
+- fd 0: its input, an anonymous file PID 1 filled (``{"name", "source",
+  "call_timeout_s"}``: the held-out unittest module, trusted evaluation data, never in
+  the workspace, and the deadline of each request to the candidate);
 - fd 1, 2: output, relayed by PID 1 as data;
 - fd 3: the runner report to PID 1 (the same format as ``run_tests``; runner
   ``judge``), which no process of another uid can open;
@@ -18,6 +19,7 @@ here: every call into it is a request, every result a plain value built here.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import types
@@ -35,7 +37,8 @@ MAX_INPUT_BYTES = 1024 * 1024
 
 
 def read_input(fd: int = INPUT_FD) -> dict[str, Any]:
-    """The judge's input: ``{"name": module name, "source": its text}``.
+    """The judge's input: ``{"name": module name, "source": its text, "call_timeout_s":
+    seconds}``.
 
     Raises:
         ValueError: not that, or longer than ``MAX_INPUT_BYTES``.
@@ -48,11 +51,15 @@ def read_input(fd: int = INPUT_FD) -> dict[str, Any]:
     value = json.loads(data.decode("utf-8"))
     if (
         type(value) is not dict
-        or set(value) != {"name", "source"}
-        or not all(type(value[key]) is str for key in value)
+        or set(value) != {"name", "source", "call_timeout_s"}
+        or not all(type(value[key]) is str for key in ("name", "source"))
         or not value["name"].isidentifier()
+        or type(value["call_timeout_s"]) not in (int, float)
+        or not (math.isfinite(value["call_timeout_s"]) and value["call_timeout_s"] > 0)
     ):
-        raise ValueError("judge input must be {name: identifier, source: text}")
+        raise ValueError(
+            "judge input must be {name: identifier, source: text, call_timeout_s: seconds > 0}"
+        )
     return value
 
 
@@ -98,7 +105,9 @@ def main() -> int:
             REPORT_FD, {"runner": "judge", "tests_run": 0, "failures": 0, "errors": 1, "skipped": 0}
         )
         return EXIT_FAILED
-    remote.candidate = remote.Candidate(REQUEST_FD, ANSWER_FD)
+    remote.candidate = remote.Candidate(
+        REQUEST_FD, ANSWER_FD, call_timeout_s=float(spec["call_timeout_s"])
+    )
     counts, passed = run(spec["name"], spec["source"])
     remote.candidate.close()
     os.close(REQUEST_FD)  # the candidate reads EOF and exits

@@ -15,6 +15,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from sandbox_agent.sandbox.base import DEFAULT_JUDGE_CALL_TIMEOUT_S, JudgeRequest
+from sandbox_agent.sandbox.spec import judge_input
 from sandbox_supervisor import protocol
 from sandbox_supervisor.__main__ import supervise
 from sandbox_supervisor.attest import Check
@@ -57,8 +59,17 @@ def _module_argv(module: str) -> list[str]:
     return [sys.executable, "-I", "-B", "-c", boot]
 
 
-def judge_on_host(tree: Path, module_source: str, *, deadline_s: float = 20.0) -> dict[str, object]:
+def judge_on_host(
+    tree: Path,
+    module_source: str,
+    *,
+    deadline_s: float = 20.0,
+    call_timeout_s: float = DEFAULT_JUDGE_CALL_TIMEOUT_S,
+) -> dict[str, object]:
     """Judge ``module_source`` (a held-out module) against ``tree``; the exit report."""
+    judge = JudgeRequest(
+        module_name="test_heldout", source=module_source, call_timeout_s=call_timeout_s
+    )
     config = {
         **HOST_CONFIG,
         "argv": _module_argv("sandbox_supervisor.judge"),
@@ -66,7 +77,7 @@ def judge_on_host(tree: Path, module_source: str, *, deadline_s: float = 20.0) -
         "workload_env": {"PATH": "/usr/bin:/bin", "HOME": "/tmp"},
         "deadline_s": deadline_s,
         "judge": {
-            "input": json.dumps({"name": "test_heldout", "source": module_source}),
+            "input": judge_input(judge),
             "candidate_argv": _module_argv("sandbox_supervisor.candidate"),
             "uid": JUDGE_UID,
             "gid": JUDGE_UID,

@@ -82,6 +82,9 @@ CANDIDATE_ARGV: tuple[str, ...] = (
 )
 
 
+DEFAULT_JUDGE_CALL_TIMEOUT_S = 10.0
+"""The longest one request from the judge to the candidate may take, a call into the code
+under test included (``sandbox_supervisor.remote.CALL_TIMEOUT_S``, the same value)."""
 MAX_JUDGE_SOURCE_CHARS = 128 * 1024
 """A held-out module's text, at most: escaped in PID 1's config (up to 6 bytes a
 character), it must fit ``protocol.MAX_CONFIG_BYTES`` (1 MiB) with room to spare."""
@@ -98,6 +101,9 @@ class JudgeRequest(BaseModel):
     """Its text: trusted evaluation data. It reaches the judge through PID 1's memory,
     never the workspace, so the code under test never sees the expected values."""
     candidate_argv: tuple[str, ...] = CANDIDATE_ARGV
+    call_timeout_s: float = Field(DEFAULT_JUDGE_CALL_TIMEOUT_S, gt=0, le=3600)
+    """The deadline of each request to the candidate: a candidate that takes longer fails
+    the check at once. The sandbox's ``timeout_s`` still bounds the whole check."""
 
 
 class EnvironmentMount(BaseModel):

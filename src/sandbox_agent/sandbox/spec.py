@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from sandbox_agent.sandbox import seccomp
-from sandbox_agent.sandbox.base import Runtime, SandboxRequest
+from sandbox_agent.sandbox.base import JudgeRequest, Runtime, SandboxRequest
 from sandbox_agent.sandbox.owner import LABEL_OWNER, LABEL_SANDBOX
 from sandbox_supervisor.deps import DEPS_ROOT
 from sandbox_supervisor.identity import JUDGE_UID, PID1_CAPABILITIES, WORKLOAD_UID
@@ -246,13 +246,19 @@ def supervisor_config(
     }
 
 
+def judge_input(judge: JudgeRequest) -> str:
+    """The judge's input (``sandbox_supervisor.judge.read_input``), as PID 1 hands it over."""
+    return json.dumps(
+        {"name": judge.module_name, "source": judge.source, "call_timeout_s": judge.call_timeout_s}
+    )
+
+
 def _judge_config(request: SandboxRequest) -> dict[str, Any] | None:
     judge = request.judge
     if judge is None:
         return None
-    text = json.dumps({"name": judge.module_name, "source": judge.source})
     return {
-        "input": text,
+        "input": judge_input(judge),
         "candidate_argv": list(judge.candidate_argv),
         "uid": JUDGE_UID,
         "gid": JUDGE_UID,
