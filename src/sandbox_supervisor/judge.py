@@ -19,7 +19,6 @@ here: every call into it is a request, every result a plain value built here.
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import types
@@ -55,10 +54,11 @@ def read_input(fd: int = INPUT_FD) -> dict[str, Any]:
         or not all(type(value[key]) is str for key in ("name", "source"))
         or not value["name"].isidentifier()
         or type(value["call_timeout_s"]) not in (int, float)
-        or not (math.isfinite(value["call_timeout_s"]) and value["call_timeout_s"] > 0)
+        or not 0 < value["call_timeout_s"] <= remote.MAX_CALL_TIMEOUT_S  # NaN too
     ):
         raise ValueError(
-            "judge input must be {name: identifier, source: text, call_timeout_s: seconds > 0}"
+            "judge input must be {name: identifier, source: text, call_timeout_s: seconds"
+            f" in (0, {remote.MAX_CALL_TIMEOUT_S:g}]}}"
         )
     return value
 

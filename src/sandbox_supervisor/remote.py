@@ -32,7 +32,10 @@ from typing import Any, NoReturn
 from sandbox_supervisor import plaindata
 
 CALL_TIMEOUT_S = 10.0
-"""The longest one request may take (a call into the code under test included)."""
+"""The longest one request may take (a call into the code under test included), unless
+the judge's input asks for another (``JudgeRequest.call_timeout_s``)."""
+MAX_CALL_TIMEOUT_S = 3600.0
+"""The longest deadline a judge's input may ask for."""
 MAX_MESSAGE_CHARS = 500
 
 

@@ -54,7 +54,19 @@ def test_the_judge_reads_the_deadline_the_host_wrote() -> None:
 
 
 @pytest.mark.parametrize(
-    "deadline", [None, 0, -1, "10", True, float("inf"), float("nan")], ids=repr
+    "deadline",
+    [
+        None,
+        0,
+        -1,
+        "10",
+        True,
+        float("inf"),
+        float("nan"),
+        3601,
+        pytest.param(10**400, id="10**400"),
+    ],
+    ids=repr,
 )
 def test_the_judge_refuses_an_input_without_a_usable_deadline(deadline: object) -> None:
     value: dict[str, object] = {"name": "test_x", "source": "pass"}

@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sandbox_supervisor.remote import CALL_TIMEOUT_S, MAX_CALL_TIMEOUT_S
 from sandbox_supervisor.runner_report import MAX_COUNT, MAX_TEST_ID_CHARS, MAX_TEST_IDS
 
 Runtime = Literal["runc", "runsc"]
@@ -82,9 +83,9 @@ CANDIDATE_ARGV: tuple[str, ...] = (
 )
 
 
-DEFAULT_JUDGE_CALL_TIMEOUT_S = 10.0
+DEFAULT_JUDGE_CALL_TIMEOUT_S = CALL_TIMEOUT_S
 """The longest one request from the judge to the candidate may take, a call into the code
-under test included (``sandbox_supervisor.remote.CALL_TIMEOUT_S``, the same value)."""
+under test included: the judge's own default (``sandbox_supervisor.remote``), 10 s."""
 MAX_JUDGE_SOURCE_CHARS = 128 * 1024
 """A held-out module's text, at most: escaped in PID 1's config (up to 6 bytes a
 character), it must fit ``protocol.MAX_CONFIG_BYTES`` (1 MiB) with room to spare."""
@@ -101,7 +102,7 @@ class JudgeRequest(BaseModel):
     """Its text: trusted evaluation data. It reaches the judge through PID 1's memory,
     never the workspace, so the code under test never sees the expected values."""
     candidate_argv: tuple[str, ...] = CANDIDATE_ARGV
-    call_timeout_s: float = Field(DEFAULT_JUDGE_CALL_TIMEOUT_S, gt=0, le=3600)
+    call_timeout_s: float = Field(DEFAULT_JUDGE_CALL_TIMEOUT_S, gt=0, le=MAX_CALL_TIMEOUT_S)
     """The deadline of each request to the candidate: a candidate that takes longer fails
     the check at once. The sandbox's ``timeout_s`` still bounds the whole check."""
 
