@@ -4,7 +4,7 @@ Given an evaluation's results folder (it holds ``runs.jsonl``), it checks the ev
 instead: every run the report counts is backed by a signed journal line and a verifying
 run folder and was made on the evaluation's inputs as they are here, and the report's
 headline, summary and ``report.md`` are the ones its journal and runs give
-(``evals.audit``)."""
+(``evals.audit``). Either way it reads: nothing is fetched, no environment made."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 HELP = (
     "check a run's signed evidence, trace hash chain, result, diff and fixture hash "
     "(or, given an evaluation's results folder, every run its report counts, against the "
-    "evaluation's inputs rebuilt here)"
+    "evaluation's inputs rebuilt here from what this host holds; nothing is fetched)"
 )
 
 

@@ -13,7 +13,11 @@ The inputs: each signed line holds its task's hash, which covers the content of 
 repository, plan and held-out tests the run was given (``journal.task_sha256``). The
 evaluation's inputs are rebuilt here from the journal's identity (suite, control,
 ``--fixtures-dir``, ``--plans``, ``--dataset``) and each run's hash must be theirs: a run
-made on a fixture with its bug removed, or under another plan, is not verified.
+made on a fixture with its bug removed, or under another plan, is not verified. The
+header is unsigned: only an identity a signed line vouches for (its hash is in the line)
+is acted on, and only for tasks of signed runs; with no such line nothing is rebuilt
+(SR-12 D5). Rebuilding reads, it never fetches: no sdist is downloaded and no dependency
+environment made (a realrepos sdist this host lacks fails the check, saying so).
 
 The headline: the report's suite, control flag, provider, model, runtime, notice, per-task
 table and repeats must be the ones the journal and the runs give, and ``report.md`` what
@@ -73,11 +77,12 @@ def rebuilt_task_hashes(
     identity: dict[str, Any], task_ids: list[str]
 ) -> dict[str, tuple[str, str]]:
     """The default ``TaskHashes``: the evaluation's cases built here, as ``eval`` built
-    them (in a temporary folder, removed after).
+    them (in a temporary folder, removed after), from what is on this host: nothing is
+    fetched, no dependency environment made (``suite_of_identity``: ``offline``).
 
     Raises:
         SandboxAgentError: its inputs cannot be built here (a task, fixture, plan or
-            dataset missing, a realrepos sdist that cannot be fetched).
+            dataset missing, a realrepos sdist not on this host).
     """
     from sandbox_agent.evals.suites import build_cases, suite_of_identity
 
@@ -118,7 +123,7 @@ def verify_results(
         return checks
     add("key", True, "the given key" if public_key else f"this host's key ({public_key_path()})")
     header, found, refused = _journal(results_dir / JOURNAL_FILE, key)
-    add("journal", header is not None, _journal_detail(header, found, refused))
+    add("journal", bool(found), _journal_detail(header, found, refused))
     if header is None:
         return checks
     report = _report(results_dir / REPORT_FILE)
@@ -158,7 +163,10 @@ def verify_results(
         if not unbacked
         else f"{len(unbacked)} of {len(report.runs)} not backed; first: {unbacked[0]}",
     )
-    add("inputs", *_inputs(report, found, identity, task_hashes))
+    if found:
+        add("inputs", *_inputs(report, found, identity, task_hashes))
+    else:
+        add("inputs", False, "not rebuilt: no signed line vouches for the journal's header")
     summary = summarize(report.runs)
     add(
         "summary",
@@ -199,10 +207,17 @@ def _endpoint(identity: dict[str, Any]) -> str:
 def _inputs(
     report: EvalReport, found: Found, identity: dict[str, Any], task_hashes: TaskHashes
 ) -> tuple[bool, str]:
-    """Whether every counted run's signed task hash is the one its inputs give here."""
-    task_ids = sorted({run.task_id for run in report.runs})
+    """Whether every counted run's signed task hash is the one its inputs give here
+    (rebuilt for the tasks of signed runs only)."""
+    task_ids = sorted(
+        {
+            run.task_id
+            for run in report.runs
+            if RunKey(run.task_id, run.task_version, run.repeat) in found
+        }
+    )
     if not task_ids:
-        return True, "no runs to check"
+        return not report.runs, "no signed runs to check"
     try:
         hashes = task_hashes(identity, task_ids)
     except (SandboxAgentError, ValidationError, OSError) as error:
@@ -269,9 +284,13 @@ def _journal(path: Path, key: Ed25519PublicKey) -> tuple[dict[str, Any] | None, 
 def _journal_detail(header: dict[str, Any] | None, records: Found, refused: int) -> str:
     if header is None:
         return f"{JOURNAL_FILE} is missing, too large or not an evaluation journal"
-    return f"{len(records)} runs signed for this evaluation" + (
-        f"; {refused} lines not (cut short, unsigned or changed)" if refused else ""
-    )
+    not_signed = f"; {refused} lines not (cut short, unsigned or changed)" if refused else ""
+    if not records:
+        return (
+            "no run signed by the trusted key for the evaluation its header names (an "
+            f"unsigned header is nobody's word){not_signed}"
+        )
+    return f"{len(records)} runs signed for this evaluation{not_signed}"
 
 
 def _report(path: Path) -> EvalReport | str:

@@ -47,6 +47,9 @@ class SuiteOptions(BaseModel):
     """``--plans DIR``: ``DIR/<task id>.json`` (a plan file) replaces that task's plan."""
     deps: DepsOptions = DepsOptions()
     """Where realrepos' dependency environments come from (``--deps-index-url``)."""
+    offline: bool = False
+    """Build from what is on this host only: fetch nothing, make no dependency
+    environment (``verify RESULTS_DIR``: what the task hashes cover needs neither)."""
 
 
 def _control_plan(scratch: Path) -> Path:
@@ -95,10 +98,13 @@ def humanevalfix_cases(options: SuiteOptions, scratch: Path) -> list[EvalCase]:
 
 
 def realrepos_cases(options: SuiteOptions, scratch: Path) -> list[EvalCase]:
-    """One case per task of ``evals/realrepos/tasks.json``; sdists fetched when missing."""
+    """One case per task of ``evals/realrepos/tasks.json``; sdists fetched when missing
+    (never when ``offline``)."""
     from sandbox_agent.evals.realrepos.suite import build_cases as realrepos_build
 
-    return realrepos_build(options.task_ids, scratch, fix=options.fix, deps=options.deps)
+    return realrepos_build(
+        options.task_ids, scratch, fix=options.fix, deps=options.deps, offline=options.offline
+    )
 
 
 SUITES: dict[str, Callable[[SuiteOptions, Path], list[EvalCase]]] = {
@@ -129,8 +135,9 @@ def suite_of_identity(identity: dict[str, Any], task_ids: list[str]) -> tuple[st
     ``verify RESULTS_DIR`` rebuilds an evaluation's inputs from it. Relative paths are
     read from the current folder, as the evaluation read them.
 
-    Raises:
-        pydantic.ValidationError: its dependency options are not ones ``eval`` takes.
+    The options are ``offline``, and the identity's dependency options are not read: a
+    verification reads what is here, it never asks an index the identity names (SR-12
+    D5).
     """
 
     def path(name: str) -> Path | None:
@@ -144,7 +151,7 @@ def suite_of_identity(identity: dict[str, Any], task_ids: list[str]) -> tuple[st
         fixtures_dir=path("fixtures_dir"),
         dataset=dataset if isinstance(dataset, str) else None,
         plans_dir=path("plans"),
-        deps=DepsOptions.model_validate(identity.get("deps") or {}),
+        offline=True,
     )
 
 

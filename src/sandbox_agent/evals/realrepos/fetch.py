@@ -51,16 +51,22 @@ def _download(project: Project, target: Path) -> None:
     partial.replace(target)
 
 
-def sdist(project: Project) -> tuple[Path, bool]:
-    """The hash-checked sdist (fetched when missing); whether it was fetched now.
+def sdist(project: Project, *, download: bool = True) -> tuple[Path, bool]:
+    """The hash-checked sdist (fetched when missing, if ``download``); whether it was
+    fetched now.
 
     Raises:
-        SetupError: it cannot be downloaded.
+        SetupError: it cannot be downloaded, or is missing and not ``download``.
         UsageError: what was downloaded is not the pinned file.
     """
     target = realrepos_home() / "sdists" / f"{project.sha256}.tar.gz"
     if target.is_file() and hashlib.sha256(target.read_bytes()).hexdigest() == project.sha256:
         return target, False
+    if not download:
+        raise SetupError(
+            f"the sdist of {project.name} {project.version} is not on this host ({target}), "
+            "and nothing is fetched here: 'sandbox-agent eval --suite realrepos' fetches it"
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     _download(project, target)
     return target, True
@@ -77,8 +83,11 @@ def _extract(archive: Path, into: Path, root: str) -> None:
         tar.extractall(into, members=members, filter="data")
 
 
-def pristine_tree(project: Project) -> Path:
+def pristine_tree(project: Project, *, download: bool = True) -> Path:
     """The project's tree as released (plus its sandbox conftest), made once; read it only.
+
+    Args:
+        download: fetch the sdist when this host lacks it (else a ``SetupError``).
 
     Raises:
         SetupError: the sdist cannot be fetched.
@@ -88,7 +97,7 @@ def pristine_tree(project: Project) -> Path:
     tree = base / project.root
     if (base / ".complete").is_file():
         return tree
-    archive, _ = sdist(project)
+    archive, _ = sdist(project, download=download)
     partial = base.with_name(f".{base.name}.{os.getpid()}.{uuid.uuid4().hex[:6]}")
     try:
         partial.mkdir(parents=True)

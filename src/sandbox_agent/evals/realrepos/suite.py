@@ -5,7 +5,8 @@ copy with the task's bug applied as the repository, the bug report as the prompt
 and as held-out check the project's whole suite over the final tree with its pristine
 tests (``HeldOut.kind == "suite"``). The reference plan reverts the change; the
 control plan (``--no-fix``) only finishes. Every project's dependency environment is
-made (or found) here, before any run.
+made (or found) here, before any run; ``offline`` (``verify RESULTS_DIR``), nothing is
+fetched nor made: the trees are the ones on this host.
 """
 
 from __future__ import annotations
@@ -126,6 +127,21 @@ def prepare_projects(
     return trees
 
 
+def local_trees(task_file: TaskFile, names: set[str]) -> dict[str, Path]:
+    """Each named project's pristine tree from this host's sdist cache: no fetch, no
+    dependency environment (what a task's hash covers needs neither).
+
+    Raises:
+        SetupError: an sdist is not on this host.
+        UsageError: it is not the pinned file, or has no root folder.
+    """
+    return {
+        project.name: fetch.pristine_tree(project, download=False)
+        for project in task_file.projects
+        if project.name in names
+    }
+
+
 def build_cases(
     task_ids: list[str] | None,
     scratch: Path,
@@ -133,12 +149,16 @@ def build_cases(
     fix: bool,
     deps: DepsOptions | None = None,
     task_file_path: Path | None = None,
+    offline: bool = False,
 ) -> list[EvalCase]:
     """One case per selected task, its repository and plan under ``scratch``.
 
+    Args:
+        offline: from this host's sdists only, no environment made (``local_trees``).
+
     Raises:
         UsageError: an unknown task id, or a task file that does not match its projects.
-        SetupError: an sdist cannot be fetched.
+        SetupError: an sdist cannot be fetched (``offline``: is not on this host).
     """
     task_file = load(task_file_path) if task_file_path else load()
     tasks = list(task_file.tasks)
@@ -150,7 +170,8 @@ def build_cases(
                 f"unknown realrepos task id(s) {', '.join(unknown)}; ids look like {tasks[0].id}"
             )
         tasks = [task for task in tasks if task.id in set(task_ids)]
-    trees = prepare_projects(task_file, {task.project for task in tasks}, deps)
+    names = {task.project for task in tasks}
+    trees = local_trees(task_file, names) if offline else prepare_projects(task_file, names, deps)
     cases = []
     for task in tasks:
         pristine = trees[task.project]
