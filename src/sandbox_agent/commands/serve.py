@@ -121,9 +121,9 @@ def run(args: argparse.Namespace) -> int:
         SetupError: the token file is unusable, or another server uses the database.
     """
     from sandbox_agent.errors import UsageError
-    from sandbox_agent.service.settings import is_loopback
+    from sandbox_agent.httpguard import is_loopback_name
 
-    if not is_loopback(args.host) and args.token_file is None:
+    if not is_loopback_name(args.host) and args.token_file is None:
         raise UsageError(
             f"refusing to bind non-loopback address {args.host} without an explicit "
             "--token-file: give one (it is made, mode 0600, if missing)"

@@ -22,6 +22,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
+from sandbox_agent.httpguard import is_loopback_name
 from sandbox_agent.service.executor import RunFunction, RunManager
 from sandbox_agent.service.hooks import (
     PreflightCache,
@@ -34,7 +35,7 @@ from sandbox_agent.service.middleware import LimitsMiddleware, TokenGate
 from sandbox_agent.service.models import Health
 from sandbox_agent.service.ratelimit import RateLimiter
 from sandbox_agent.service.routes import ServiceState, router
-from sandbox_agent.service.settings import ServiceSettings, is_loopback
+from sandbox_agent.service.settings import ServiceSettings
 from sandbox_agent.service.store import RunStore
 from sandbox_agent.viewer.page import INDEX_FILE, STATIC_DIR
 
@@ -100,7 +101,7 @@ def create_app(
     app.add_middleware(
         LimitsMiddleware,
         max_body_bytes=settings.max_body_bytes,
-        loopback_only=is_loopback(settings.host),
+        loopback_only=is_loopback_name(settings.host),
     )
 
     app.add_exception_handler(RequestValidationError, _invalid_request)

@@ -7,8 +7,8 @@ import json
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from sandbox_agent.httpguard import host_is_loopback
 from sandbox_agent.service.auth import token_matches
-from sandbox_agent.service.settings import is_loopback
 
 PUBLIC_PATHS = frozenset({"/health", "/", "/openapi.json", "/docs", "/docs/oauth2-redirect"})
 """Paths that need no token: liveness, the page shell, its static files, the schema."""
@@ -50,7 +50,7 @@ class LimitsMiddleware:
             return
         headers = scope.get("headers") or []
         hosts = [value for name, value in headers if name == b"host"]
-        if self._loopback_only and not all(map(_names_loopback, hosts)):
+        if self._loopback_only and not all(map(host_is_loopback, hosts)):
             await _answer(send, 421, FOREIGN_HOST_DETAIL, _SECURITY_HEADERS)
             return
         declared = dict(headers).get(b"content-length")
@@ -88,16 +88,6 @@ FOREIGN_HOST_DETAIL = (
     "the Host header names another server: this one listens on loopback and answers "
     "only loopback names (a guard against DNS rebinding); use http://127.0.0.1:PORT/"
 )
-
-
-def _names_loopback(host: bytes) -> bool:
-    """True when a ``Host`` header value names a loopback host (any port)."""
-    text = host.decode("latin-1").strip().lower()
-    if text.startswith("["):
-        name = text[1 : text.find("]")] if "]" in text else ""
-    else:
-        name = text.rsplit(":", 1)[0] if ":" in text else text
-    return is_loopback(name)
 
 
 class TokenGate:

@@ -37,16 +37,6 @@ def service_home() -> Path:
     return state_home() / "service"
 
 
-def is_loopback(host: str) -> bool:
-    """True for ``localhost`` and loopback addresses (``127.0.0.0/8``, ``::1``)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 class ServiceSettings(BaseModel):
     """Everything ``create_app`` needs. Paths default under ``state_home()/service``."""
 

@@ -3,16 +3,18 @@
 ``view`` needs no token (docs/DECISIONS.md, "Run viewer: no token for view"), so what
 stands between a hostile web page in the user's browser and the served folder is this:
 the server listens on loopback only, and answers only requests whose ``Host`` names a
-loopback host, so a DNS-rebound name (``evil.example`` resolving to 127.0.0.1) gets 421.
+loopback host (``httpguard.host_is_loopback``, the service's check too), so a
+DNS-rebound name (``evil.example`` resolving to 127.0.0.1) gets 421.
 Nothing it serves can change anything, so only ``GET`` and ``HEAD`` are answered.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import json
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from sandbox_agent.httpguard import host_is_loopback
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
@@ -34,26 +36,6 @@ FOREIGN_HOST = (
     "(a guard against DNS rebinding); use the URL it printed"
 )
 READ_ONLY = "the viewer is read-only: only GET and HEAD are answered"
-
-
-def is_loopback_name(host: str) -> bool:
-    """True for ``localhost`` and loopback addresses (``127.0.0.0/8``, ``::1``)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def host_is_loopback(value: bytes) -> bool:
-    """True when a ``Host`` header value names a loopback host (any port)."""
-    text = value.decode("latin-1").strip().lower()
-    if text.startswith("["):
-        name = text[1 : text.find("]")] if "]" in text else ""
-    else:
-        name = text.rsplit(":", 1)[0] if ":" in text else text
-    return is_loopback_name(name)
 
 
 class ViewerGuard:
