@@ -37,8 +37,9 @@ class DependencyError(UsageError):
     the package or the cause, raised before any model turn.
 
     Attributes:
-        kind: ``declaration``, ``no_wheel``, ``conflict``, ``too_large``,
-            ``index_unreachable``, ``not_found`` or ``tool`` (uv missing or failing).
+        kind: ``declaration``, ``no_wheel``, ``conflict``, ``too_large``, ``hash``,
+            ``index_unreachable``, ``not_found``, ``timeout`` (``--deps-timeout`` or the
+            run's wall clock) or ``tool`` (uv missing or failing).
     """
 
     def __init__(self, kind: str, message: str) -> None:

@@ -84,7 +84,9 @@ def run_task(
     token = cancel or CancelToken()
     deadline = started + config.budgets.max_wall_seconds
     token.deadline = deadline if token.deadline is None else min(token.deadline, deadline)
-    with RunSession.open(config, run_id=config.run_id or new_run_id(), sandbox=sandbox) as session:
+    run_id = config.run_id or new_run_id()
+    opened = RunSession.open(config, run_id=run_id, sandbox=sandbox, deadline=token.deadline)
+    with opened as session:
         return session.run(token, started, on_event, on_final_workspace)
 
 

@@ -76,9 +76,17 @@ class RunSession:
     @classmethod
     @contextlib.contextmanager
     def open(
-        cls, config: RunConfig, *, run_id: str, sandbox: SandboxBackend | None
+        cls,
+        config: RunConfig,
+        *,
+        run_id: str,
+        sandbox: SandboxBackend | None,
+        deadline: float | None = None,
     ) -> Iterator[RunSession]:
         """Resolve the source and the provider, then connect the sandbox backend.
+
+        ``deadline`` (``time.monotonic()``) is the run's wall clock: the dependency phase,
+        which comes first, ends by then too.
 
         Raises:
             UsageError: bad fixture, repository, provider, plan, or a run id already used;
@@ -98,7 +106,7 @@ class RunSession:
         run_dir = (config.trace_dir or default_trace_dir()) / run_id
         if run_dir.exists():
             raise UsageError(f"run folder {run_dir} already exists; choose another run id")
-        environment = prepare_environment(source.path, config.deps)
+        environment = prepare_environment(source.path, config.deps, deadline=deadline)
         provider = create_provider(config.provider, options)
         owned = sandbox is None
         try:

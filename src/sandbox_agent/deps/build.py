@@ -1,9 +1,12 @@
 """Making an environment from a resolution: download, check, unpack, hash, freeze.
 
-1. ``uv pip install --target <partial>/site --no-deps --require-hashes`` of the
-   resolution: every file is checked against the resolution's hashes, wheels only,
-   unpacked by uv (a wheel is a zip archive: nothing in it runs), copied out of uv's
-   cache (``--link-mode copy``: no hard link to a file uv may change later);
+1. the resolution is checked line by line again (``pins``), its wheels downloaded by us
+   into a private work folder, hash-checked, and their declared unpacked sizes summed
+   against the size limit before anything is unpacked (``wheels``, SR-12 D4);
+   ``uv pip install --target <partial>/site --no-deps --require-hashes --no-index
+   --find-links <work>/wheels`` then unpacks those files only (a wheel is a zip
+   archive: nothing in it runs), with a private cache in the work folder, copied out
+   (``--link-mode copy``); the work folder goes whatever happens;
 2. console scripts (``bin/``, made for the host's interpreter) and uv's lock file go;
 3. the size limit (``--deps-max-bytes``) is checked;
 4. bytecode is compiled ahead when the host's Python is the image's minor version
@@ -19,16 +22,18 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
 import uuid
 from pathlib import Path
 
 from sandbox_agent.deps import store
+from sandbox_agent.deps.deadline import Deadline
 from sandbox_agent.deps.failures import classify
 from sandbox_agent.deps.manifest import MANIFEST, SITE, Manifest, make_manifest, problems
+from sandbox_agent.deps.pins import check_resolution
 from sandbox_agent.deps.resolve import Resolution
 from sandbox_agent.deps.target import PYTHON_MINOR
 from sandbox_agent.deps.uvcmd import run_uv
+from sandbox_agent.deps.wheels import fetch_wheels
 from sandbox_agent.errors import DependencyError
 from sandbox_supervisor.deps import SITE_DIR
 
@@ -56,24 +61,25 @@ def compile_bytecode(site: Path) -> bool:
     return True
 
 
-def _install(resolution: Resolution, site: Path, index_url: str) -> None:
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", prefix="sandbox-agent-lock-") as lock:
-        lock.write(resolution.text)
-        lock.flush()
-        args = [
-            "pip", "install",
-            "--target", str(site),
-            "--no-deps", "--require-hashes", "-r", lock.name,
-            "--python-version", resolution.target.python_version,
-            "--python-platform", resolution.target.platform,
-            "--only-binary", ":all:",
-            "--index-url", index_url,
-            "--link-mode", "copy",
-            "--no-progress",
-        ]  # fmt: skip
-        done = run_uv(args, timeout_s=INSTALL_TIMEOUT_S)
+def _install(resolution: Resolution, site: Path, work: Path, deadline: Deadline) -> None:
+    lock = work / "resolution.txt"
+    lock.write_text(resolution.text, encoding="utf-8")
+    args = [
+        "pip", "install",
+        "--target", str(site),
+        "--no-deps", "--require-hashes", "-r", str(lock),
+        "--python-version", resolution.target.python_version,
+        "--python-platform", resolution.target.platform,
+        "--only-binary", ":all:",
+        "--no-index", "--find-links", str(work / "wheels"),
+        "--cache-dir", str(work / "cache"),
+        "--link-mode", "copy",
+        "--no-progress",
+    ]  # fmt: skip
+    done = run_uv(args, timeout_s=deadline.left(INSTALL_TIMEOUT_S), cwd=work)
     if done.returncode != 0:
-        raise classify(done.stderr, index_url=index_url, platform=resolution.target.platform)
+        raise classify(done.stderr, index_url="(the downloaded wheels)",
+                       platform=resolution.target.platform)  # fmt: skip
 
 
 def _size(site: Path) -> int:
@@ -98,22 +104,37 @@ def _strip(site: Path) -> None:
                 path.unlink()  # a wheel holds regular files only; anything else goes
 
 
-def make(resolution: Resolution, *, index_url: str, max_bytes: int) -> Path:
+def make(
+    resolution: Resolution, *, index_url: str, max_bytes: int, deadline: Deadline | None = None
+) -> Path:
     """Make the environment of ``resolution`` under its hash; its folder.
 
     Raises:
-        DependencyError: a download or hash check failed (``classify``), or the
-            environment is larger than ``max_bytes`` (``too_large``).
+        DependencyError: a line that is not a pin (``declaration``), a download or hash
+            check failed, the environment is larger than ``max_bytes`` (``too_large``,
+            before anything is unpacked when its wheels say so), out of time (``timeout``).
     """
+    deadline = deadline or Deadline()
+    pins = check_resolution(resolution.text, "the resolution to install")
     envs = store.envs_dir()
     envs.mkdir(parents=True, exist_ok=True)
     store.remove_stale_partials()
     final = envs / resolution.sha256()
     partial = envs / f"{store.PARTIAL_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    work = partial.with_name(partial.name + "-work")
     try:
         site = partial / SITE
         site.mkdir(parents=True)
-        _install(resolution, site, index_url)
+        work.mkdir(mode=0o700)
+        fetch_wheels(
+            pins,
+            index_url=index_url,
+            target=resolution.target,
+            into=work / "wheels",
+            max_bytes=max_bytes,
+            deadline=deadline,
+        )
+        _install(resolution, site, work, deadline)
         _strip(site)
         size = _size(site)
         if size > max_bytes:
@@ -140,6 +161,7 @@ def make(resolution: Resolution, *, index_url: str, max_bytes: int) -> Path:
             # Another run made the same environment meanwhile: theirs is as good.
     finally:
         store.remove_tree(partial)
+        store.remove_tree(work)
     return final
 
 

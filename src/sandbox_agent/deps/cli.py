@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import argparse
 
-from sandbox_agent.deps.models import DEFAULT_INDEX_URL, DEFAULT_MAX_BYTES, DepsOptions
+from sandbox_agent.deps.models import (
+    DEFAULT_INDEX_URL,
+    DEFAULT_MAX_BYTES,
+    DEFAULT_TIMEOUT_S,
+    DepsOptions,
+)
 
 
 def add_deps_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--deps auto|off``, ``--deps-index-url URL``, ``--deps-max-bytes BYTES``."""
+    """``--deps auto|off``, ``--deps-index-url URL``, ``--deps-max-bytes BYTES``,
+    ``--deps-timeout S``."""
     group = parser.add_argument_group("dependencies (docs/DEPENDENCIES.md)")
     group.add_argument(
         "--deps",
@@ -29,6 +35,13 @@ def add_deps_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_MAX_BYTES,
         help=f"refuse a larger environment, unpacked (default {DEFAULT_MAX_BYTES}: 1 GiB)",
     )
+    group.add_argument(
+        "--deps-timeout",
+        metavar="S",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        help=f"the dependency phase's limit, within the run's (default {DEFAULT_TIMEOUT_S:g})",
+    )
 
 
 def deps_options_from(args: argparse.Namespace) -> DepsOptions:
@@ -37,4 +50,9 @@ def deps_options_from(args: argparse.Namespace) -> DepsOptions:
     Raises:
         pydantic.ValidationError: a value the model refuses (the caller makes it one line).
     """
-    return DepsOptions(mode=args.deps, index_url=args.deps_index_url, max_bytes=args.deps_max_bytes)
+    return DepsOptions(
+        mode=args.deps,
+        index_url=args.deps_index_url,
+        max_bytes=args.deps_max_bytes,
+        timeout_s=args.deps_timeout,
+    )

@@ -28,7 +28,14 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from pydantic import BaseModel, ConfigDict
 
-from sandbox_agent.deps.requirements import MAX_FILE_BYTES, Line, read_requirements
+from sandbox_agent.deps.pins import safe_requirement
+from sandbox_agent.deps.requirements import (
+    MAX_FILE_BYTES,
+    MAX_FILES,
+    Line,
+    ReadBudget,
+    read_requirements,
+)
 from sandbox_agent.deps.target import PYTHON_VERSION
 from sandbox_agent.errors import DependencyError
 
@@ -52,6 +59,8 @@ class Lock(BaseModel):
     """uv.lock: the project's test extras to export."""
     groups: tuple[str, ...] = ()
     """uv.lock: the project's test dependency groups to export."""
+    project: str | None = None
+    """uv.lock: the project's own (PEP 503) name, its root package in the lock."""
 
 
 class Declaration(BaseModel):
@@ -124,13 +133,17 @@ def _strings(value: Any, where: str) -> list[str]:
 class _Collector:
     """Requirements gathered across files; the project's own name expands to its extras."""
 
-    def __init__(self, project: str | None, extras: dict[str, list[str]]) -> None:
+    def __init__(
+        self, project: str | None, extras: dict[str, list[str]], budget: ReadBudget
+    ) -> None:
         self.project = project
         self.extras = extras
+        self.budget = budget
         self.requirements: set[str] = set()
         self.seen_extras: set[str] = set()
 
     def add(self, text: str, where: str) -> None:
+        self.budget.charge(where, lines=1)
         try:
             requirement = Requirement(text)
         except InvalidRequirement as error:
@@ -140,7 +153,7 @@ class _Collector:
         if self.project is not None and canonicalize_name(requirement.name) == self.project:
             self.add_extras(requirement.extras, where)
             return
-        self.requirements.add(str(requirement))
+        self.requirements.add(safe_requirement(requirement, where))
 
     def add_extras(self, names: set[str] | tuple[str, ...], where: str) -> None:
         for name in names:
@@ -152,19 +165,34 @@ class _Collector:
 
 
 def _groups(table: Any, names: tuple[str, ...], collector: _Collector) -> None:
-    def include(name: str, depth: int) -> None:
-        if depth > MAX_GROUP_DEPTH or name not in table:
-            raise _error(f"pyproject.toml: dependency group '{name}' is missing or nests too deep")
-        for item in table[name]:
+    """Expand the chosen groups, each group once, with a real loop check (SR-12 D3)."""
+    expanded: set[str] = set()
+
+    def include(name: str, stack: tuple[str, ...]) -> None:
+        where = f"pyproject.toml [dependency-groups] {name}"
+        if name in stack:
+            raise _error(f"{where}: an include-group loop ({' -> '.join((*stack, name))})")
+        if len(stack) > MAX_GROUP_DEPTH:
+            raise _error(f"{where}: include-group nests deeper than {MAX_GROUP_DEPTH}")
+        if name in expanded:
+            return
+        expanded.add(name)
+        entries = table.get(name)
+        if not isinstance(entries, list):
+            raise _error(f"pyproject.toml: dependency group '{name}' is missing or not a list")
+        for item in entries:
             if isinstance(item, str):
-                collector.add(item, f"pyproject.toml [dependency-groups] {name}")
+                collector.add(item, where)
             elif isinstance(item, dict) and set(item) == {"include-group"}:
-                include(str(item["include-group"]), depth + 1)
+                collector.budget.charge(where, includes=1)
+                include(str(item["include-group"]), (*stack, name))
             else:
                 raise _error(f"pyproject.toml: dependency group '{name}' has an unknown entry")
 
+    if not isinstance(table, dict):
+        raise _error("pyproject.toml: [dependency-groups] must be a table")
     for name in names:
-        include(name, 0)
+        include(name, ())
 
 
 def _check_python(project: dict[str, Any]) -> None:
@@ -210,12 +238,19 @@ def _setup_cfg(repo: Path, collector: _Collector) -> bool:
 
 
 def requirement_files(repo: Path) -> list[str]:
-    """``requirements*.txt`` at the root, documentation ones left out, sorted."""
-    return sorted(
+    """``requirements*.txt`` at the root, documentation ones left out, sorted.
+
+    Raises:
+        DependencyError: ``declaration``: more of them than ``MAX_FILES``.
+    """
+    names = sorted(
         path.name
         for path in repo.glob("requirements*.txt")
         if "doc" not in path.name.lower() and path.is_file() and not path.is_symlink()
     )
+    if len(names) > MAX_FILES:
+        raise _error(f"more than {MAX_FILES} requirements*.txt files at the root")
+    return names
 
 
 def read_declaration(repo: Path) -> Declaration:
@@ -238,7 +273,8 @@ def read_declaration(repo: Path) -> Declaration:
     if not isinstance(optional, dict):
         raise _error("pyproject.toml: [project.optional-dependencies] must be a table")
     extras = {str(k): _strings(v, f"pyproject.toml extra '{k}'") for k, v in optional.items()}
-    collector = _Collector(name, extras)
+    budget = ReadBudget()
+    collector = _Collector(name, extras, budget)
     sources: list[str] = []
     dynamic = project.get("dynamic") or []
     if pyproject is not None:
@@ -254,13 +290,14 @@ def read_declaration(repo: Path) -> Declaration:
     constraints: set[str] = set()
     hashed: list[tuple[str, str, tuple[str, ...]]] = []
     for file_name in requirement_files(repo):
-        parsed = read_requirements(repo, file_name)
+        parsed = read_requirements(repo, file_name, budget)
         sources.extend(f for f in parsed.files if f not in sources)
         for line in parsed.requirements:
             collector.add(line.requirement, line.where)
             if line.hashes:
                 hashed.append(_hashed(line))
         constraints.update(line.requirement for line in parsed.constraints)
+        budget.charge(file_name, lines=len(parsed.constraints))
         collector.add_extras(tuple(e for e in parsed.self_extras if e), file_name)
     return Declaration(
         requirements=tuple(sorted(collector.requirements)),
@@ -286,9 +323,11 @@ def _lock(repo: Path, pyproject: dict[str, Any]) -> Lock | None:
             raise _error("uv.lock without a pyproject.toml beside it cannot be read")
         project = pyproject.get("project") or {}
         optional = project.get("optional-dependencies") if isinstance(project, dict) else None
+        name = project.get("name") if isinstance(project, dict) else None
         return Lock(
             kind="uv.lock",
             text_sha256=digest,
+            project=str(canonicalize_name(name)) if isinstance(name, str) else None,
             extras=_chosen(optional or {}),
             groups=_chosen(pyproject.get("dependency-groups") or {}),
         )

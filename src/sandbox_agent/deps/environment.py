@@ -49,15 +49,17 @@ def pin_resolution(repo: Path, text: str, options: DepsOptions | None = None) ->
     new releases (the pins' hashes are checked as always when it is made).
 
     Raises:
-        DependencyError: ``declaration``: the declarations cannot be read, or ``repo`` is
-            a lock (its own pins are the resolution).
+        DependencyError: ``declaration``: the declarations cannot be read, ``repo`` is
+            a lock (its own pins are the resolution), or ``text`` is not pins alone.
     """
     from sandbox_agent.deps import store
     from sandbox_agent.deps.declared import read_declaration
+    from sandbox_agent.deps.pins import check_resolution
     from sandbox_agent.deps.resolve import Resolution, resolution_key
     from sandbox_agent.deps.target import runner_target
     from sandbox_agent.errors import DependencyError
 
+    check_resolution(text, f"the pinned resolution of {repo.name}")
     options = options or DepsOptions()
     declaration = read_declaration(repo)
     if declaration.lock is not None:
@@ -67,24 +69,32 @@ def pin_resolution(repo: Path, text: str, options: DepsOptions | None = None) ->
     store.save_resolution(key, Resolution(text=text, source="resolved", target=target))
 
 
-def prepare_environment(repo: Path, options: DepsOptions | None = None) -> Environment | None:
+def prepare_environment(
+    repo: Path, options: DepsOptions | None = None, *, deadline: float | None = None
+) -> Environment | None:
     """The environment ``repo`` declares, made or found; None when it declares nothing.
+
+    Args:
+        deadline: a ``time.monotonic()`` point (the run's wall clock): the phase ends by
+            then or after ``options.timeout_s``, whichever is sooner.
 
     Raises:
         DependencyError: one line saying what cannot be made and why (a declaration we
             do not read, no wheel for the target, a conflict, over the size limit, an
-            index that cannot be reached).
+            index that cannot be reached, out of time).
     """
     options = options or DepsOptions()
     if options.mode == "off" or not _declares_anything(repo):
         return None
     from sandbox_agent.deps import build, store
+    from sandbox_agent.deps.deadline import Deadline
     from sandbox_agent.deps.declared import read_declaration
     from sandbox_agent.deps.manifest import MANIFEST
     from sandbox_agent.deps.resolve import resolution_key, resolve
     from sandbox_agent.deps.target import runner_target
 
     started = time.monotonic()
+    clock = Deadline.within(options.timeout_s, also=deadline)
     declaration = read_declaration(repo)
     if declaration.empty:
         return None
@@ -93,9 +103,16 @@ def prepare_environment(repo: Path, options: DepsOptions | None = None) -> Envir
     resolution = store.load_resolution(key)
     resolved = resolution is None
     if resolution is None:
-        resolution = store.save_resolution(
-            key, resolve(repo, declaration, target, options.index_url)
-        )
+        with store.scratch() as scratch:
+            made_now = resolve(
+                repo,
+                declaration,
+                target,
+                options.index_url,
+                scratch=scratch,
+                deadline=clock,
+            )
+        resolution = store.save_resolution(key, made_now)
     if not resolution.text.strip():
         return None
     root = store.envs_dir() / resolution.sha256()
@@ -103,7 +120,9 @@ def prepare_environment(repo: Path, options: DepsOptions | None = None) -> Envir
     made = manifest is None
     if manifest is None:
         store.remove_tree(root)  # damaged or partial under its name: made again
-        root = build.make(resolution, index_url=options.index_url, max_bytes=options.max_bytes)
+        root = build.make(
+            resolution, index_url=options.index_url, max_bytes=options.max_bytes, deadline=clock
+        )
         manifest = build.load(root, resolution.sha256())
         if manifest is None:
             raise RuntimeError(f"the environment made at {root} does not check")  # our bug

@@ -29,6 +29,10 @@ MiB = 1024 * 1024
 DEFAULT_MAX_BYTES = 1024 * MiB
 """The largest environment made without ``--deps-max-bytes`` (1 GiB: numpy and pandas
 together are ~150 MiB unpacked)."""
+DEFAULT_TIMEOUT_S = 600.0
+"""The longest the dependency phase (read, resolve, download, unpack) may take without
+``--deps-timeout``; the run's own wall clock bounds it too (SR-12 D3)."""
+MAX_TIMEOUT_S = 86_400.0
 DepsMode = Literal["auto", "off"]
 
 
@@ -43,6 +47,8 @@ class DepsOptions(BaseModel):
     """The package index (PEP 503 simple API) wheels come from."""
     max_bytes: int = Field(DEFAULT_MAX_BYTES, ge=MiB)
     """Refuse an environment larger than this, unpacked."""
+    timeout_s: float = Field(DEFAULT_TIMEOUT_S, gt=0, le=MAX_TIMEOUT_S)
+    """The whole dependency phase ends by then (and by the run's wall clock)."""
 
 
 class Environment(BaseModel):

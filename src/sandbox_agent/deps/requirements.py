@@ -7,19 +7,32 @@ optionally with ``--hash`` options; ``-r``/``-c`` include other files of the
 repository; ``.``, ``-e .`` and ``.[extras]`` name the repository itself (already on
 the tests' path; its extras are added). Anything else is a one-line error naming the
 file and line.
+
+The work is bounded whatever the files say (SR-12 D3): each file is read once (an
+include of a file already read adds nothing), an include loop is named as one, and a
+``ReadBudget`` caps the files, includes, lines and bytes of one whole declaration.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 from packaging.requirements import InvalidRequirement, Requirement
 
+from sandbox_agent.deps.pins import SHA256, safe_requirement
 from sandbox_agent.errors import DependencyError
 
 MAX_FILE_BYTES = 1024 * 1024
 MAX_INCLUDE_DEPTH = 8
+MAX_FILES = 64
+"""Distinct declaration files one repository's declaration may read."""
+MAX_INCLUDES = 256
+"""``-r``/``-c`` lines, and ``include-group`` entries, followed in one declaration."""
+MAX_TOTAL_LINES = 20_000
+"""Requirement lines and group entries in one declaration."""
+MAX_TOTAL_BYTES = 4 * 1024 * 1024
 _INCLUDE_OPTIONS = {"-r": "requirement", "--requirement": "requirement"}
 _CONSTRAINT_OPTIONS = {"-c": "constraint", "--constraint": "constraint"}
 _EDITABLE_OPTIONS = ("-e", "--editable")
@@ -46,14 +59,48 @@ class Parsed(NamedTuple):
     """Every file read, relative to the repository."""
 
 
-def read_requirements(repo: Path, name: str) -> Parsed:
-    """Read ``repo/name`` and every file it includes.
+@dataclass
+class ReadBudget:
+    """What one declaration may cost to read; each ``charge`` raises past its cap."""
+
+    files: int = 0
+    includes: int = 0
+    lines: int = 0
+    bytes: int = 0
+
+    def charge(self, where: str, *, files: int = 0, includes: int = 0, lines: int = 0,
+               size: int = 0) -> None:  # fmt: skip
+        """Count work done for the declaration.
+
+        Raises:
+            DependencyError: ``declaration``: one of the caps is passed.
+        """
+        self.files += files
+        self.includes += includes
+        self.lines += lines
+        self.bytes += size
+        for used, cap, what in (
+            (self.files, MAX_FILES, "files"),
+            (self.includes, MAX_INCLUDES, "includes"),
+            (self.lines, MAX_TOTAL_LINES, "lines"),
+            (self.bytes, MAX_TOTAL_BYTES, "bytes"),
+        ):
+            if used > cap:
+                raise _error(where, f"the declarations are over {cap} {what} in all")
+
+
+def read_requirements(repo: Path, name: str, budget: ReadBudget | None = None) -> Parsed:
+    """Read ``repo/name`` and every file it includes, each once.
 
     Raises:
-        DependencyError: ``declaration``: an unsupported line, a bad include, a loop.
+        DependencyError: ``declaration``: an unsupported line, a bad include, a loop,
+            or more than the budget's files, includes, lines or bytes.
     """
     parsed = Parsed([], [], set(), [])
-    _read(repo, name, parsed, into="requirement", stack=())
+    _read(
+        repo, name, parsed, into="requirement", stack=(), where=name, seen=set(),
+        budget=budget or ReadBudget(),
+    )  # fmt: skip
     return parsed
 
 
@@ -102,24 +149,46 @@ def _without_comment(line: str) -> str:
     return line.strip()
 
 
-def _read(repo: Path, name: str, parsed: Parsed, *, into: str, stack: tuple[str, ...]) -> None:
-    where = stack[-1] if stack else name
-    if name in stack or len(stack) > MAX_INCLUDE_DEPTH:
-        raise _error(where, f"'{name}' includes itself or nests too deep")
+def _read(
+    repo: Path,
+    name: str,
+    parsed: Parsed,
+    *,
+    into: str,
+    stack: tuple[str, ...],
+    where: str,
+    seen: set[tuple[str, str]],
+    budget: ReadBudget,
+) -> None:
+    if name in stack:
+        chain = " -> ".join((*stack, name))
+        raise _error(where, f"'{name}' includes itself: an include loop ({chain})")
+    if len(stack) > MAX_INCLUDE_DEPTH:
+        raise _error(where, f"'{name}' nests includes deeper than {MAX_INCLUDE_DEPTH}")
+    if (name, into) in seen:
+        return  # read once: a second include of it adds nothing
+    seen.add((name, into))
     text = _load(repo, name, where)
-    parsed.files.append(name)
+    budget.charge(where, files=1, size=len(text))
+    if name not in parsed.files:
+        parsed.files.append(name)
     folder = str(Path(name).parent)
     for number, line in logical_lines(text):
         here = f"{name}:{number}"
+        budget.charge(here, lines=1)
         words = line.split()
         option, _, attached = words[0].partition("=")
         if option in _INCLUDE_OPTIONS or option in _CONSTRAINT_OPTIONS:
+            budget.charge(here, includes=1)
             target = attached or (words[1] if len(words) > 1 else "")
             if not target or "://" in target or target.startswith("/"):
                 raise _error(here, f"'{line}': include a file of the repository by relative path")
             kind = "constraint" if option in _CONSTRAINT_OPTIONS else into
             child = str(Path(folder) / target) if folder != "." else target
-            _read(repo, child, parsed, into=kind, stack=(*stack, here))
+            _read(
+                repo, child, parsed, into=kind, stack=(*stack, name), where=here, seen=seen,
+                budget=budget,
+            )  # fmt: skip
             continue
         if option in _EDITABLE_OPTIONS:
             target = attached or (words[1] if len(words) > 1 else "")
@@ -156,7 +225,7 @@ def _requirement(words: list[str], where: str) -> Line:
     for word in words:
         if word.startswith("--hash="):
             algorithm, _, digest = word.removeprefix("--hash=").partition(":")
-            if algorithm != "sha256" or len(digest) != 64:
+            if algorithm != "sha256" or not SHA256.match(digest.lower()):
                 raise _error(where, f"'{word}': only sha256 hashes are supported")
             hashes.append(digest.lower())
         elif word.startswith("-"):
@@ -177,4 +246,4 @@ def _requirement(words: list[str], where: str) -> Line:
             f"'{requirement.name} @ {requirement.url}' is a direct URL: only packages by "
             "name from the index are supported",
         )
-    return Line(str(requirement), tuple(hashes), where)
+    return Line(safe_requirement(requirement, where), tuple(hashes), where)

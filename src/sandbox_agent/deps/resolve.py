@@ -4,36 +4,39 @@
   platform, wheels only, hashes generated from the index; a hashed requirement line of
   the repository narrows its package to those hashes (theirs win).
 - A ``pylock.toml`` is read here (packages by name, version, marker and hashes; a
-  package from a path, URL or VCS is refused); a ``uv.lock`` goes through
-  ``uv export --frozen``, which reads the lock and resolves nothing.
+  package from a path, URL or VCS is refused); a ``uv.lock`` is read here too
+  (``uvlock``): nothing is resolved, and no lock but the repository's is read.
 
-The resolution text is what ``uv pip install --require-hashes --no-deps`` reads. It is
-recorded the first time (``store.resolution_path``) and reused while the declaration
-is unchanged, so a second run neither resolves again nor moves to newer versions.
+The resolution text is what ``uv pip install --require-hashes --no-deps`` reads. Every
+line of it is rebuilt from parsed values and checked (``pins``): here, when it is read
+back from the store, and before it is installed. It is recorded the first time
+(``store.resolution_path``) and reused while the declaration is unchanged, so a second
+run neither resolves again nor moves to newer versions.
 """
 
 from __future__ import annotations
 
 import hashlib
-import shutil
-import tempfile
 import tomllib
 from pathlib import Path
 from typing import Any
 
-from packaging.requirements import Requirement
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
-from sandbox_agent.deps.declared import PYLOCK, PYPROJECT, UV_LOCK, Declaration, Lock
+from sandbox_agent.deps.deadline import Deadline
+from sandbox_agent.deps.declared import PYLOCK, UV_LOCK, Declaration
 from sandbox_agent.deps.failures import classify
+from sandbox_agent.deps.pins import Pin, check_resolution, make_pin, render, safe_requirement
 from sandbox_agent.deps.target import RUNNER_OWN_PACKAGES, Target
 from sandbox_agent.deps.uvcmd import run_uv
 from sandbox_agent.errors import DependencyError
 
 RESOLVE_TIMEOUT_S = 300.0
-RESOLVER_VERSION = 1
-"""Bump when the resolution text changes shape: every recorded resolution is then redone."""
+RESOLVER_VERSION = 2
+"""Bump when the resolution text changes shape: every recorded resolution is then redone.
+2: every line in the normal form of ``pins`` (SR-12)."""
 
 
 class Resolution(BaseModel):
@@ -46,6 +49,15 @@ class Resolution(BaseModel):
     source: str
     """``resolved`` (uv pip compile), ``pylock.toml`` or ``uv.lock``."""
     target: Target
+
+    @field_validator("text")
+    @classmethod
+    def _only_pins(cls, text: str) -> str:
+        try:
+            check_resolution(text, "the resolution")
+        except DependencyError as error:  # a stored one is then redone, never installed
+            raise ValueError(str(error)) from None
+        return text
 
     def sha256(self) -> str:
         """The environment's identity: the same resolution for the same target is the
@@ -60,34 +72,50 @@ def resolution_key(declaration: Declaration, target: Target, index_url: str) -> 
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-def _line(name: str, version: str, hashes: list[str], marker: str | None = None) -> str:
-    spec = f"{name}=={version}" + (f" ; {marker}" if marker else "")
-    return " ".join([spec, *(f"--hash=sha256:{digest}" for digest in sorted(set(hashes)))])
+def parse_pinned(text: str) -> dict[str, Pin]:
+    """uv's pinned output (``uv pip compile --generate-hashes``): canonical name -> pin.
 
-
-def parse_pinned(text: str) -> dict[str, tuple[str, str, list[str]]]:
-    """uv's pinned output: canonical name -> (spelling, version, sha256s)."""
-    pins: dict[str, tuple[str, str, list[str]]] = {}
+    Raises:
+        DependencyError: ``declaration``: a line that is not a package by name.
+    """
+    pins: dict[str, Pin] = {}
     for line in text.replace("\\\n", " ").splitlines():
         words = line.split()
-        if not words or words[0].startswith(("#", "-")):
+        if not words or words[0].startswith("#"):
             continue
         name, _, version = words[0].partition("==")
-        hashes = [w.removeprefix("--hash=sha256:") for w in words if w.startswith("--hash=sha256:")]
-        pins[str(canonicalize_name(name))] = (name, version, hashes)
+        hashes = [w.removeprefix("--hash=sha256:") for w in words if w.startswith("--hash=")]
+        if any(not w.startswith("--hash=") for w in words[1:]):
+            raise DependencyError("declaration", f"uv pip compile wrote {line[:80]!r}")
+        pin = make_pin(name, version, hashes, where="uv pip compile")
+        pins[pin.name] = pin
     return pins
 
 
-def _compile(declaration: Declaration, target: Target, index_url: str, scratch: Path) -> str:
+def _requirement_lines(lines: tuple[str, ...], where: str) -> list[str]:
+    checked = []
+    for line in lines:
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement:  # a marker whose decoded text no longer parses
+            raise DependencyError(
+                "declaration", f"{where}: {line[:80]!r} is not one requirement"
+            ) from None
+        if canonicalize_name(requirement.name) not in RUNNER_OWN_PACKAGES:
+            checked.append(safe_requirement(requirement, where))
+    return checked
+
+
+def _compile(
+    declaration: Declaration, target: Target, index_url: str, scratch: Path, deadline: Deadline
+) -> str:
     requirements = scratch / "requirements.in"
+    where = ", ".join(declaration.sources) or "the declarations"
     # The runner's own packages are the image's: not declared here, so that their own
     # dependencies are not installed for nothing (a plugin that needs them still pulls
     # them in, and --no-emit-package keeps them out of the environment).
-    wanted = [
-        line
-        for line in declaration.requirements
-        if canonicalize_name(Requirement(line).name) not in RUNNER_OWN_PACKAGES
-    ]
+    wanted = _requirement_lines(declaration.requirements, where)
+    constraints = _requirement_lines(declaration.constraints, where)
     if not wanted:
         return ""
     requirements.write_text("".join(f"{line}\n" for line in wanted))
@@ -102,26 +130,26 @@ def _compile(declaration: Declaration, target: Target, index_url: str, scratch: 
     ]  # fmt: skip
     for package in RUNNER_OWN_PACKAGES:
         args += ["--no-emit-package", package]
-    if declaration.constraints:
-        constraints = scratch / "constraints.txt"
-        constraints.write_text("".join(f"{line}\n" for line in declaration.constraints))
-        args += ["--constraint", str(constraints)]
-    done = run_uv(args, timeout_s=RESOLVE_TIMEOUT_S)
+    if constraints:
+        (scratch / "constraints.txt").write_text("".join(f"{line}\n" for line in constraints))
+        args += ["--constraint", str(scratch / "constraints.txt")]
+    done = run_uv(args, timeout_s=deadline.left(RESOLVE_TIMEOUT_S), cwd=scratch)
     if done.returncode != 0:
         raise classify(done.stderr, index_url=index_url, platform=target.platform)
     pins = parse_pinned(done.stdout)
-    for name, where, allowed in declaration.pinned_hashes:
+    for name, line_where, allowed in declaration.pinned_hashes:
         if name not in pins:
             continue
-        spelling, version, hashes = pins[name]
-        kept = sorted(set(hashes) & set(allowed))
+        pin = pins[name]
+        kept = tuple(sorted(set(pin.hashes) & set(allowed)))
         if not kept:
             raise DependencyError(
                 "hash",
-                f"{where}: {spelling}=={version} from the index matches none of its --hash values",
+                f"{line_where}: {pin.name}=={pin.version} from the index matches none of its "
+                "--hash values",
             )
-        pins[name] = (spelling, version, kept)
-    return "".join(f"{_line(*pins[name])}\n" for name in sorted(pins))
+        pins[name] = pin._replace(hashes=kept)
+    return render(list(pins.values()))
 
 
 def _pylock(repo: Path) -> str:
@@ -132,7 +160,7 @@ def _pylock(repo: Path) -> str:
     packages = data.get("packages")
     if not isinstance(packages, list):
         raise DependencyError("declaration", "pylock.toml has no [[packages]]")
-    lines = []
+    pins = []
     for package in packages:
         if not isinstance(package, dict) or not isinstance(package.get("name"), str):
             raise DependencyError("declaration", "pylock.toml: a package without a name")
@@ -144,71 +172,47 @@ def _pylock(repo: Path) -> str:
             continue
         if any(key in package for key in ("vcs", "directory", "archive")):
             raise DependencyError(
-                "declaration", f"pylock.toml: {name} comes from a path, URL or VCS, not an index"
+                "declaration", f"pylock.toml: {name!r} comes from a path, URL or VCS, not an index"
             )
-        version = package.get("version")
         files = [*(package.get("wheels") or []), package.get("sdist") or {}]
         hashes = [
-            str(f["hashes"]["sha256"])
+            f["hashes"]["sha256"]
             for f in files
             if isinstance(f, dict) and isinstance(f.get("hashes"), dict) and "sha256" in f["hashes"]
         ]
-        if not isinstance(version, str) or not hashes:
-            raise DependencyError(
-                "declaration", f"pylock.toml: {name} has no version or no sha256 hashes"
+        pins.append(
+            make_pin(
+                name, package.get("version"), hashes, where=PYLOCK, marker=package.get("marker")
             )
-        marker = package.get("marker")
-        lines.append(_line(name, version, hashes, marker if isinstance(marker, str) else None))
-    return "".join(f"{line}\n" for line in sorted(lines))
+        )
+    return render(pins)
 
 
-def _uv_export(repo: Path, lock: Lock, scratch: Path) -> str:
-    for name in (PYPROJECT, UV_LOCK):
-        shutil.copyfile(repo / name, scratch / name, follow_symlinks=False)
-    args = [
-        "export", "--frozen", "--format", "requirements.txt",
-        "--no-emit-project", "--no-header", "--no-annotate", "--no-default-groups",
-    ]  # fmt: skip
-    for extra in lock.extras:
-        args += ["--extra", extra]
-    for group in lock.groups:
-        args += ["--group", group]
-    for package in RUNNER_OWN_PACKAGES:
-        args += ["--no-emit-package", package]
-    done = run_uv(args, timeout_s=RESOLVE_TIMEOUT_S, cwd=scratch)
-    if done.returncode != 0:
-        first = next((ln for ln in done.stderr.splitlines() if ln.strip()), "no output")
-        raise DependencyError("declaration", f"uv.lock cannot be exported: {first.strip()[:200]}")
-    entries: list[str] = []
-    for raw in done.stdout.replace("\\\n", " ").splitlines():
-        words = raw.split()
-        if not words or words[0].startswith("#"):
-            continue
-        if words[0].startswith(("-e", ".", "/")) or " @ " in raw or "://" in words[0]:
-            raise DependencyError(
-                "declaration", f"uv.lock: '{words[0]}' comes from a path or URL, not an index"
-            )
-        entries.append(" ".join(words))
-    return "".join(f"{entry}\n" for entry in sorted(entries))
-
-
-def resolve(repo: Path, declaration: Declaration, target: Target, index_url: str) -> Resolution:
+def resolve(
+    repo: Path,
+    declaration: Declaration,
+    target: Target,
+    index_url: str,
+    *,
+    scratch: Path,
+    deadline: Deadline,
+) -> Resolution:
     """Pin every package of ``declaration`` for ``target``.
+
+    Args:
+        scratch: a private, empty folder for uv's input files (never a shared one).
 
     Raises:
         DependencyError: no wheel for the target, a conflict, a package or version not on
-            the index, hashes that do not match, an index that cannot be reached.
+            the index, hashes that do not match, an index that cannot be reached, a lock
+            or a line that is not plain data (``declaration``), out of time (``timeout``).
     """
-    with tempfile.TemporaryDirectory(prefix="sandbox-agent-resolve-") as tmp:
-        scratch = Path(tmp)
-        if declaration.lock is None:
-            return Resolution(
-                text=_compile(declaration, target, index_url, scratch),
-                source="resolved",
-                target=target,
-            )
-        if declaration.lock.kind == "pylock.toml":
-            return Resolution(text=_pylock(repo), source=PYLOCK, target=target)
-        return Resolution(
-            text=_uv_export(repo, declaration.lock, scratch), source=UV_LOCK, target=target
-        )
+    if declaration.lock is None:
+        text = _compile(declaration, target, index_url, scratch, deadline)
+        return Resolution(text=text, source="resolved", target=target)
+    if declaration.lock.kind == "pylock.toml":
+        return Resolution(text=_pylock(repo), source=PYLOCK, target=target)
+    from sandbox_agent.deps.uvlock import read_uv_lock
+
+    pins = read_uv_lock(repo, declaration.lock, target)
+    return Resolution(text=render(pins), source=UV_LOCK, target=target)

@@ -14,6 +14,8 @@ import contextlib
 import os
 import shutil
 import stat
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from sandbox_agent.deps.resolve import Resolution
@@ -32,6 +34,17 @@ def deps_home() -> Path:
 
 def envs_dir() -> Path:
     return deps_home() / "envs"
+
+
+@contextlib.contextmanager
+def scratch() -> Iterator[Path]:
+    """A new, private (0700) folder under the store for uv's input files, removed after.
+    Never one under a shared temporary folder, whose parents another user can write to
+    (SR-12 D2)."""
+    base = deps_home() / "scratch"
+    base.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=base, prefix="resolve-") as folder:
+        yield Path(folder)
 
 
 def resolution_path(key: str) -> Path:

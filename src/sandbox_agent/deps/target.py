@@ -31,6 +31,26 @@ class Target(BaseModel):
     """uv's ``--python-platform``: ``x86_64-manylinux_2_36`` on an x86_64 host."""
 
 
+def marker_environment(target: Target) -> dict[str, str]:
+    """PEP 508's marker variables for ``target`` (the runner image's CPython on Linux)."""
+    machine = target.platform.split("-", 1)[0]
+    major_minor = ".".join(target.python_version.split(".")[:2])
+    return {
+        "implementation_name": "cpython",
+        "implementation_version": target.python_version,
+        "os_name": "posix",
+        "platform_machine": machine,
+        "platform_python_implementation": "CPython",
+        "platform_release": "",
+        "platform_system": "Linux",
+        "platform_version": "",
+        "python_full_version": target.python_version,
+        "python_version": major_minor,
+        "sys_platform": "linux",
+        "extra": "",
+    }
+
+
 def runner_target() -> Target:
     """The runner image's target on this host's architecture."""
     machine = platform.machine().lower()

@@ -63,7 +63,8 @@ def run_uv(
     classifies its stderr).
 
     Raises:
-        DependencyError: ``tool``: uv is missing, or ran longer than ``timeout_s``.
+        DependencyError: ``tool``: uv is missing; ``timeout``: it ran longer than
+            ``timeout_s`` (what was left of the phase: ``deadline.Deadline``).
     """
     command = [uv_binary(), *args, "--no-config"]
     if args[:1] == ["pip"]:
@@ -79,5 +80,9 @@ def run_uv(
             check=False,
         )
     except subprocess.TimeoutExpired:
+        from sandbox_agent.deps.deadline import TIMEOUT_HINT
+
         what = " ".join(args[:2])
-        raise DependencyError("tool", f"uv {what} took longer than {timeout_s:g} s") from None
+        raise DependencyError(
+            "timeout", f"uv {what} took longer than {timeout_s:g} s ({TIMEOUT_HINT})"
+        ) from None
