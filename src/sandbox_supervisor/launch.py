@@ -45,12 +45,15 @@ PR_SET_DUMPABLE = 4
 EXIT_UNCAUGHT = 1
 """What an interpreter exits with after an uncaught exception."""
 RUNNER_IMPORTS = (
+    "ast",
     "collections.abc",
     "hashlib",
     "json",
     "stat",
     "typing",
+    "linecache",
     "unittest",
+    "sandbox_supervisor.asserts",
     "sandbox_supervisor.protocol",
     "sandbox_supervisor.runner_report",
     "sandbox_supervisor.tripwire",

@@ -29,7 +29,7 @@ import unittest
 from collections.abc import Iterator
 from typing import Any
 
-from sandbox_supervisor import deps, protocol
+from sandbox_supervisor import asserts, deps, protocol
 from sandbox_supervisor.runner_report import MAX_TEST_ID_CHARS, MAX_TEST_IDS
 from sandbox_supervisor.tripwire import Snapshot
 
@@ -101,6 +101,12 @@ def _recording(ran: list[str]) -> type[unittest.TextTestResult]:
         def startTest(self, test: unittest.TestCase) -> None:
             ran.append(short_id(test.id()))
             super().startTest(test)
+
+        def addFailure(self, test: unittest.TestCase, err: Any) -> None:
+            detail = asserts.explain(err[1], err[2])
+            if detail is not None:  # what a bare assert compared (pytest shows it too)
+                err = (err[0], AssertionError(detail), err[2])
+            super().addFailure(test, err)
 
     return Recording
 

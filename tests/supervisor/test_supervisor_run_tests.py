@@ -186,3 +186,35 @@ def test_an_honest_suite_trips_nothing(tmp_path: Path) -> None:
         run = _run(repo, runner)
         assert run.exit_code == 0, run.data(protocol.KIND_STDERR)
         assert b"replaced the runner" not in run.data(protocol.KIND_STDERR)
+
+
+BARE_ASSERTS = (
+    "import unittest\n\ndef double(x):\n    return x + 1\n\n"
+    "class T(unittest.TestCase):\n"
+    "    def test_compare(self):\n        assert double(3) == 6\n"
+    "    def test_message(self):\n        assert double(3) == 6, 'kept as written'\n"
+    "    def test_truthy(self):\n        assert double(-1)\n"
+    "    def test_counted(self):\n        self.assertEqual(double(3), 6)\n"
+    "    def test_long(self):\n        assert [1] * 1000 == [2]\n"
+)
+
+
+def test_a_bare_failed_comparison_shows_both_sides(tmp_path: Path) -> None:
+    run = _run(_repo(tmp_path, {"test_values.py": BARE_ASSERTS}), "unittest")
+    text = run.data().decode()
+    assert "AssertionError: assert double(3) == 6: left is 4, right is 6" in text
+    assert "AssertionError: kept as written" in text
+    assert "AssertionError: 4 != 6" in text
+    assert "\nAssertionError\n" in text  # a bare truthiness assert: nothing to add
+    long_line = next(line for line in text.splitlines() if "[1] * 1000" in line and "left" in line)
+    assert long_line.endswith("..., right is [2]")
+    assert len(long_line) < 300
+    assert _counts(run) == {"tests_run": 5, "failures": 5, "errors": 0, "skipped": 0}
+
+
+def test_explain_adds_nothing_where_it_has_nothing_to_say() -> None:
+    from sandbox_supervisor.asserts import explain
+
+    assert explain(ValueError("x"), None) is None
+    assert explain(AssertionError("message"), None) is None
+    assert explain(AssertionError(), None) is None

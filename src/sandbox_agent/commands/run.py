@@ -82,6 +82,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from sandbox_agent.deps.cli import add_deps_arguments
 
     add_deps_arguments(parser)
+    from sandbox_agent.commands.strategy import add_strategy_arguments
+
+    add_strategy_arguments(parser)
 
 
 def build_config(args: argparse.Namespace) -> RunConfig:
@@ -93,6 +96,7 @@ def build_config(args: argparse.Namespace) -> RunConfig:
     from pydantic import ValidationError
 
     from sandbox_agent.commands.realmodel import provider_options_from
+    from sandbox_agent.commands.strategy import repair_options_from, strategy_for
     from sandbox_agent.controller.models import Budgets, RunConfig
     from sandbox_agent.deps.cli import deps_options_from
     from sandbox_agent.errors import UsageError
@@ -118,6 +122,8 @@ def build_config(args: argparse.Namespace) -> RunConfig:
             diff_limits=DiffLimits(**{k: v for k, v in diff_given.items() if v is not None}),
             trace_dir=args.trace_dir,
             run_id=args.run_id,
+            strategy=strategy_for(args),
+            repair=repair_options_from(args),
         )
     except ValidationError as error:
         first = error.errors(include_url=False)[0]

@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from sandbox_agent.controller import records
 from sandbox_agent.controller.context import ContextFitter
-from sandbox_agent.controller.models import BudgetUsed, RunConfig, RunResult, ToolCallRecord
+from sandbox_agent.controller.models import (
+    BudgetUsed,
+    CandidateRecord,
+    RunConfig,
+    RunResult,
+    ToolCallRecord,
+)
 from sandbox_agent.controller.parse import claimed_tool, denial_kind, parse_turn
 from sandbox_agent.controller.status import LoopEnd
 from sandbox_agent.errors import BudgetExhausted, InfrastructureError, ModelServerGone, ToolDenied
@@ -39,6 +45,8 @@ class LoopState:
     history: list[Exchange] = field(default_factory=list)
     model_summary: str | None = None
     model: str = ""
+    candidates: list[CandidateRecord] = field(default_factory=list)
+    """``repair``: every candidate tried (``controller.repair_loop``)."""
 
 
 @dataclass

@@ -59,6 +59,40 @@ its plan holds two (docs/SANDBOX.md, "Pre-started sandboxes")."""
 MAX_PRESTART = 4
 
 
+Strategy = Literal["tools", "repair"]
+STRATEGIES: tuple[Strategy, ...] = ("tools", "repair")
+DEFAULT_CANDIDATES = 5
+"""First-round candidates of ``repair``: one greedy, then sampled ones (issue 29: the
+development split's best-of-5 was worth 7 rows over greedy alone)."""
+DEFAULT_ROUNDS = 2
+DEFAULT_ROUND_CANDIDATES = 2
+DEFAULT_TEMPERATURE = 0.8
+DEFAULT_SEED = 1234
+DEFAULT_CANDIDATE_TOKENS = 1024
+"""One function, at most (the one-shot baseline's cap too)."""
+
+
+class RepairOptions(BaseModel):
+    """The ``repair`` strategy's limits (``run``/``eval`` flags), each with a default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    candidates: int = Field(DEFAULT_CANDIDATES, ge=1, le=64)
+    """First-round candidates: the first greedy, the others sampled (``--candidates``)."""
+    rounds: int = Field(DEFAULT_ROUNDS, ge=0, le=16)
+    """Repair rounds after the first, each from the best failing candidate and its
+    concrete failure (``--rounds``)."""
+    round_candidates: int = Field(DEFAULT_ROUND_CANDIDATES, ge=1, le=64)
+    """Candidates per repair round: the first greedy, the others sampled."""
+    temperature: float = Field(DEFAULT_TEMPERATURE, gt=0.0, le=2.0)
+    """Temperature of the sampled candidates (``--temperature``)."""
+    seed: int = Field(DEFAULT_SEED, ge=0, le=2**31 - 1_000)
+    """Sampled candidate k of a run uses ``seed + k``: a run is repeatable, and runs with
+    different seeds are independent samples (``--seed``)."""
+    candidate_tokens: int = Field(DEFAULT_CANDIDATE_TOKENS, ge=64, le=32_768)
+    """Reply cap of one candidate (``--candidate-tokens``)."""
+
+
 class RunConfig(BaseModel):
     """One agent run: where the repository comes from, the task, the provider and the limits."""
 
@@ -90,6 +124,10 @@ class RunConfig(BaseModel):
     """Parent of the run's folder; a default under the state folder when None."""
     run_id: str | None = None
     """Fixed by the caller (the service) or generated."""
+    strategy: Strategy = "tools"
+    """``tools``: the model drives the six tools; ``repair``: the controller gathers the
+    context, samples whole-function candidates and checks each in a sandbox."""
+    repair: RepairOptions = RepairOptions()
 
 
 class FixtureIntegrity(BaseModel):
@@ -162,6 +200,31 @@ class ToolCallRecord(BaseModel):
     result: dict[str, Any] = Field(default_factory=dict)
 
 
+CandidateOutcome = Literal["passed", "failed", "refused", "denied"]
+
+
+class CandidateRecord(BaseModel):
+    """One ``repair`` candidate: how it was sampled and what became of it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    index: int
+    """1-based, in the order they were asked for."""
+    round: int
+    """0: the first round; 1..R: repair rounds."""
+    temperature: float
+    seed: int | None
+    outcome: CandidateOutcome
+    """``passed``/``failed``: the visible tests in a verified sandbox; ``refused``: the
+    reply could not become code (no block, cut off, syntax, wrong function, no change);
+    ``denied``: ``apply_patch`` refused it (a protected path)."""
+    reason: str
+    functions: list[str] = Field(default_factory=list)
+    tests_run: int | None = None
+    failures: int | None = None
+    output_tokens: int = 0
+
+
 class RunResult(BaseModel):
     """The public result (``--json``). ``status`` is computed by the controller from evidence."""
 
@@ -186,3 +249,6 @@ class RunResult(BaseModel):
     """The dependency environment every sandbox of the run had; None: none declared."""
     node: str | None = None
     """``serve --ray``: the cluster node that ran the run (``ip/node id``); None locally."""
+    strategy: Strategy = "tools"
+    candidates: list[CandidateRecord] = Field(default_factory=list)
+    """``repair``: every candidate tried, in order (empty for ``tools``)."""

@@ -17,8 +17,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sandbox_agent.controller.loop import LoopState, LoopStop, agent_loop
+from sandbox_agent.controller.loop import LoopState, LoopStop
 from sandbox_agent.controller.models import (
+    CandidateRecord,
     FinalTests,
     FixtureIntegrity,
     RunConfig,
@@ -182,7 +183,7 @@ class RunSession:
                     environment=_environment_fields(self.environment),
                 )
                 try:
-                    stop = agent_loop(
+                    stop = strategy_loop(config.strategy)(
                         config,
                         provider=self.provider,
                         toolbox=toolbox,
@@ -298,6 +299,11 @@ class RunSession:
             model=redact.text(state.model),
             runtime=self.config.runtime,
             model_summary=None if state.model_summary is None else redact.text(state.model_summary),
+            strategy=self.config.strategy,
+            candidates=[
+                CandidateRecord.model_validate(redact.value(c.model_dump()))
+                for c in state.candidates
+            ],
             environment=None
             if self.environment is None
             else RunEnvironment.model_validate(self.environment.summary()),
@@ -352,6 +358,28 @@ class RunSession:
             **self.backend.digests(),
         }
         seal_run(self.run_dir, record)
+
+
+STRATEGY_LOOPS: dict[str, tuple[str, str]] = {
+    "tools": ("sandbox_agent.controller.loop", "agent_loop"),
+    "repair": ("sandbox_agent.controller.repair_loop", "repair_loop"),
+}
+"""What runs between the set-up and the final tests, by ``--strategy`` (lazy imports)."""
+
+
+def strategy_loop(name: str) -> Callable[..., LoopStop]:
+    """The loop of strategy ``name``.
+
+    Raises:
+        UsageError: an unknown strategy (the message lists the known ones).
+    """
+    import importlib
+
+    if name not in STRATEGY_LOOPS:
+        raise UsageError(f"unknown strategy '{name}': choose one of {', '.join(STRATEGY_LOOPS)}")
+    module, function = STRATEGY_LOOPS[name]
+    loop: Callable[..., LoopStop] = getattr(importlib.import_module(module), function)
+    return loop
 
 
 def _import_what_the_end_needs() -> None:

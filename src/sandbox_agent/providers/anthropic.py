@@ -23,7 +23,13 @@ from sandbox_agent.ledger.meter import (
     transport_failure,
     unreadable_answer,
 )
-from sandbox_agent.providers.base import ModelReply, ModelRequest, Provider, ProviderOptions
+from sandbox_agent.providers.base import (
+    CUT_OFF_NOTE,
+    ModelReply,
+    ModelRequest,
+    Provider,
+    ProviderOptions,
+)
 from sandbox_agent.providers.gate import KEY_ENV
 from sandbox_agent.providers.http import (
     BoundedTransport,
@@ -81,6 +87,8 @@ def reply_text(message: anthropic.types.Message) -> tuple[str, tuple[str, ...]]:
     notes: list[str] = []
     if message.stop_reason == "refusal":
         notes.append("refusal")
+    if message.stop_reason == "max_tokens":
+        notes.append(CUT_OFF_NOTE)
     tool_uses = [block for block in message.content if block.type == "tool_use"]
     if not tool_uses:
         notes.append("no tool call")
@@ -148,25 +156,30 @@ class AnthropicProvider(Provider):
             BudgetExhausted: a spend, call or token budget would be exceeded by this request.
             InfrastructureError: the API could not be reached or refused, after retries.
         """
-        tools = request.tools or tool_definitions()
+        text_mode = request.mode == "text"
+        tools = [] if text_mode else (request.tools or tool_definitions())
         offered = {str(tool["name"]) for tool in tools}
+        cap = request.max_output_tokens or self._max_output_tokens
         params: dict[str, Any] = {
             "model": self._model,
-            "max_tokens": self._max_output_tokens,
+            "max_tokens": cap,
             "system": request.system,
             "messages": build_messages(request, offered),
-            "tools": anthropic_tools(tools),
+        }
+        if not text_mode:
+            params["tools"] = anthropic_tools(tools)
             # One tool call per turn. Not forced ("any"): newer models refuse forced tool
             # use, and a turn without a tool call is counted by the controller anyway.
-            "tool_choice": {"type": "auto", "disable_parallel_tool_use": True},
-        }
+            params["tool_choice"] = {"type": "auto", "disable_parallel_tool_use": True}
+        if request.sampling is not None:  # the Messages API takes no seed
+            params["temperature"] = min(request.sampling.temperature, 1.0)
         self._transport.run_deadline = request.deadline
         return send_metered(
             self._meter,
             lambda: read(self._client.messages.create(**params)),
             params,
             model=self._model,
-            max_output_tokens=self._max_output_tokens,
+            max_output_tokens=cap,
             classify=lambda error: bounded_failure(error) or classify(error),
             deadline=request.deadline,
         )

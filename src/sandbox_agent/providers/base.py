@@ -1,8 +1,16 @@
 """The provider boundary: where model turns come from. The controller only calls this.
 
-A provider returns the model's raw output as text; it never validates it. The
-controller parses that text into a ``ToolCall`` (or counts it as an invalid output).
-The raw form is one JSON object per turn: ``{"tool": NAME, "args": {...}}``.
+A provider returns the model's raw output as text; it never validates it. A request is
+one of two modes:
+
+- ``tool_call`` (the ``tools`` strategy): the controller parses the text into a
+  ``ToolCall`` (or counts it as an invalid output); its raw form is one JSON object per
+  turn, ``{"tool": NAME, "args": {...}}``;
+- ``text`` (the ``repair`` strategy, plain answers): no tools, no grammar; the reply is
+  prose and code blocks, read by the controller (``repair.splice``).
+
+A request may set its own sampling (temperature, seed) and reply cap; a provider that
+cannot honour one (a simulated one) ignores it.
 """
 
 from __future__ import annotations
@@ -23,6 +31,23 @@ class Exchange(BaseModel):
     """The controller's answer as JSON text (tool outcome, denial, or why output was invalid)."""
 
 
+RequestMode = Literal["tool_call", "text"]
+CUT_OFF_NOTE = "cut off at the reply's token limit"
+"""The note a provider adds when the server stopped at the reply cap (``finish_reason:
+length``, ``stop_reason: max_tokens``): the reply is incomplete, not malformed."""
+
+
+class Sampling(BaseModel):
+    """How one request samples: greedy at temperature 0, else seeded."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    seed: int | None = Field(None, ge=0, le=2**31 - 1)
+    """Servers that take a seed (llama-server, vLLM, OpenAI) make a seeded sample
+    repeatable; others ignore it."""
+
+
 class ModelRequest(BaseModel):
     """Everything a provider may use to produce the next turn."""
 
@@ -36,6 +61,12 @@ class ModelRequest(BaseModel):
     deadline: float | None = None
     """``time.monotonic()`` value at which the run's wall clock runs out: a real provider
     gives up on its request (and its retries) then. None: no deadline."""
+    mode: RequestMode = "tool_call"
+    """``text``: no tools offered, no grammar; the reply is read as prose and code."""
+    sampling: Sampling | None = None
+    """This request's sampling; None: the provider's own (greedy for ``local``)."""
+    max_output_tokens: int | None = Field(None, ge=1, le=1_000_000)
+    """This request's reply cap; None: the provider's own."""
 
 
 class Usage(BaseModel):
@@ -61,6 +92,8 @@ class ModelReply(BaseModel):
     timings: dict[str, float] | None = None
     """The server's own figures for this request, when it reports them (llama-server:
     ``prompt_n``, ``prompt_ms``, ``predicted_n``, ``predicted_ms``, ``cache_n``)."""
+    truncated: bool = False
+    """The server stopped at the reply cap: the text is cut off (``CUT_OFF_NOTE``)."""
 
 
 class Provider(Protocol):

@@ -61,7 +61,7 @@ def build_messages(
     """
     offered = {str(tool["name"]) for tool in definitions}
     system = request.system
-    if protocol not in NATIVE:
+    if protocol not in NATIVE and definitions:
         system = f"{system}\n\n{tools_in_prompt(definitions)}"
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": system},

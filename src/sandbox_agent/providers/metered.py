@@ -20,7 +20,7 @@ from sandbox_agent.ledger.meter import (
 )
 from sandbox_agent.ledger.prices import price_for
 from sandbox_agent.ledger.store import open_ledger
-from sandbox_agent.providers.base import ModelReply, ProviderOptions
+from sandbox_agent.providers.base import CUT_OFF_NOTE, ModelReply, ProviderOptions
 from sandbox_agent.providers.gate import GatePass, check_gate
 from sandbox_agent.providers.http import DEFAULT_REQUEST_TIMEOUT_SECONDS
 
@@ -93,4 +93,5 @@ def _reply_from(metered: Metered[Answer], model: str) -> ModelReply:
         model=answer.model or model,
         notes=notes,
         timings=answer.timings,
+        truncated=CUT_OFF_NOTE in notes,
     )

@@ -28,7 +28,13 @@ from sandbox_agent.ledger.meter import (
     transport_failure,
     unreadable_answer,
 )
-from sandbox_agent.providers.base import ModelReply, ModelRequest, Provider, ProviderOptions
+from sandbox_agent.providers.base import (
+    CUT_OFF_NOTE,
+    ModelReply,
+    ModelRequest,
+    Provider,
+    ProviderOptions,
+)
 from sandbox_agent.providers.chat_protocol import (
     NATIVE,
     ToolProtocol,
@@ -59,13 +65,15 @@ def reply_text(completion: ChatCompletion, *, native: bool = True) -> tuple[str,
     """
     if not completion.choices:
         return "", ("no choices returned",)
-    message = completion.choices[0].message
+    choice = completion.choices[0]
+    message = choice.message
+    cut = (CUT_OFF_NOTE,) if choice.finish_reason == "length" else ()
     if message.refusal:
-        return message.refusal, ("refusal",)
+        return message.refusal, ("refusal", *cut)
     calls = [call for call in message.tool_calls or [] if call.type == "function"]
     if not calls:
-        return message.content or "", ("no tool call",) if native else ()
-    notes = (
+        return message.content or "", (("no tool call",) if native else ()) + cut
+    notes = cut + (
         (f"{len(calls)} tool calls returned; only the first was kept",) if len(calls) > 1 else ()
     )
     first = calls[0].function
@@ -169,28 +177,34 @@ class OpenAICompatProvider(Provider):
             BudgetExhausted: a spend, call or token budget would be exceeded by this request.
             InfrastructureError: the API could not be reached or refused, after retries.
         """
-        tools = request.tools or tool_definitions()
-        native = self._protocol in NATIVE
+        text_mode = request.mode == "text"
+        tools = [] if text_mode else (request.tools or tool_definitions())
+        native = self._protocol in NATIVE and not text_mode
+        sampling = dict(self._sampling)
+        if request.sampling is not None:
+            sampling = request.sampling.model_dump(exclude_none=True)
         params: dict[str, Any] = {
             "model": self._model,
-            "messages": build_messages(request, self._protocol, tools),
+            "messages": build_messages(request, "text" if text_mode else self._protocol, tools),
             "stream": False,
-            **protocol_params(self._protocol, tools),
-            **self._sampling,
+            **({} if text_mode else protocol_params(self._protocol, tools)),
+            **sampling,
         }
+        cap = request.max_output_tokens or self._max_output_tokens
         if self._official:
-            params["max_completion_tokens"] = self._max_output_tokens
-            params["parallel_tool_calls"] = False
+            params["max_completion_tokens"] = cap
+            if not text_mode:
+                params["parallel_tool_calls"] = False
         else:
             # Local servers differ in what they accept: only the oldest, widest-known fields.
-            params["max_tokens"] = self._max_output_tokens
+            params["max_tokens"] = cap
         self._transport.run_deadline = request.deadline
         return send_metered(
             self._meter,
             lambda: read(self._client.chat.completions.create(**params), native=native),
             params,
             model=self._model,
-            max_output_tokens=self._max_output_tokens,
+            max_output_tokens=cap,
             classify=self._classify,
             deadline=request.deadline,
         )

@@ -1,4 +1,9 @@
-"""``scripted``: replays a plan file, one step per turn (default: the reference plan)."""
+"""``scripted``: replays a plan file, one step per turn (default: the reference plan).
+
+In the ``tools`` strategy turn N is the request with N past exchanges; in ``text`` mode
+(the ``repair`` strategy asks for candidates, several from one prompt) it is the Nth
+text request, so a plan lists exactly the candidates a test expects, in order.
+"""
 
 from __future__ import annotations
 
@@ -26,11 +31,15 @@ class ScriptedProvider:
 
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
+        self.text_requests = 0
 
     def close(self) -> None:
         """Nothing to release: no connection is held."""
 
     def complete(self, request: ModelRequest) -> ModelReply:
+        if request.mode == "text":
+            self.text_requests += 1
+            return ModelReply(text=self.plan.turn(self.text_requests - 1), model=self.name)
         return ModelReply(text=self.plan.turn(len(request.history)), model=self.name)
 
     def planned_test_runs(self) -> int:

@@ -1,0 +1,101 @@
+"""``--strategy`` and the ``repair`` strategy's flags, shared by ``run`` and ``eval``."""
+
+from __future__ import annotations
+
+import argparse
+
+from sandbox_agent.controller.models import (
+    DEFAULT_CANDIDATE_TOKENS,
+    DEFAULT_CANDIDATES,
+    DEFAULT_ROUND_CANDIDATES,
+    DEFAULT_ROUNDS,
+    DEFAULT_SEED,
+    DEFAULT_TEMPERATURE,
+    STRATEGIES,
+    RepairOptions,
+    Strategy,
+)
+
+REPAIR_BY_DEFAULT = ("local",)
+"""Providers whose default strategy is ``repair``: a small local model fixes far more
+with the controller leading (docs/results, issue 29); every other provider defaults to
+``tools``, the model-driven loop a strong hosted model drives well."""
+
+
+def add_strategy_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--strategy`` and the repair strategy's limits."""
+    group = parser.add_argument_group("strategy (docs/STRATEGIES.md)")
+    group.add_argument(
+        "--strategy",
+        choices=STRATEGIES,
+        default=None,
+        help="tools: the model drives six tools; repair: the controller localises, the model "
+        "writes whole functions, each checked in a sandbox (default: repair for --provider "
+        "local, tools otherwise)",
+    )
+    group.add_argument(
+        "--candidates",
+        type=int,
+        default=DEFAULT_CANDIDATES,
+        metavar="N",
+        help=f"repair: first-round candidates, greedy then sampled (default {DEFAULT_CANDIDATES})",
+    )
+    group.add_argument(
+        "--rounds",
+        type=int,
+        default=DEFAULT_ROUNDS,
+        metavar="R",
+        help=f"repair: rounds with the best failing candidate's failure (default {DEFAULT_ROUNDS})",
+    )
+    group.add_argument(
+        "--round-candidates",
+        type=int,
+        default=DEFAULT_ROUND_CANDIDATES,
+        metavar="M",
+        help=f"repair: candidates per later round (default {DEFAULT_ROUND_CANDIDATES})",
+    )
+    group.add_argument(
+        "--temperature",
+        type=float,
+        default=DEFAULT_TEMPERATURE,
+        metavar="T",
+        help=f"repair: temperature of sampled candidates (default {DEFAULT_TEMPERATURE:g})",
+    )
+    group.add_argument(
+        "--seed",
+        type=int,
+        default=DEFAULT_SEED,
+        metavar="S",
+        help=f"repair: sampled candidate k uses seed S+k (default {DEFAULT_SEED})",
+    )
+    group.add_argument(
+        "--candidate-tokens",
+        type=int,
+        default=DEFAULT_CANDIDATE_TOKENS,
+        metavar="K",
+        help=f"repair: reply cap of one candidate (default {DEFAULT_CANDIDATE_TOKENS})",
+    )
+
+
+def strategy_for(args: argparse.Namespace) -> Strategy:
+    """``--strategy``, or the provider's default."""
+    chosen: Strategy | None = args.strategy
+    if chosen is not None:
+        return chosen
+    return "repair" if args.provider in REPAIR_BY_DEFAULT else "tools"
+
+
+def repair_options_from(args: argparse.Namespace) -> RepairOptions:
+    """The repair options of these flags.
+
+    Raises:
+        pydantic.ValidationError: a value out of its range (the caller makes it one line).
+    """
+    return RepairOptions(
+        candidates=args.candidates,
+        rounds=args.rounds,
+        round_candidates=args.round_candidates,
+        temperature=args.temperature,
+        seed=args.seed,
+        candidate_tokens=args.candidate_tokens,
+    )

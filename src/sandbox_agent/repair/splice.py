@@ -1,0 +1,221 @@
+"""A model's reply -> whole functions -> the module with them replaced -> one edit.
+
+Small models write a whole function in a plain code block far more reliably than an
+exact ``old`` text inside JSON (issue 29). The controller splices it in by name with
+``ast``: the function of the same name is replaced (re-indented for a method), new
+helper functions are added after it, imports the module lacks are added after its
+imports. A reply is refused, with a message that shows where, when it has no code,
+is cut off, does not parse, defines none of the functions asked for, or changes
+nothing. The change then goes through ``apply_patch`` like any edit (``edit_for``).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+from typing import Literal, NamedTuple
+
+from sandbox_agent.repair.localise import Site, parse
+
+CODE_BLOCK = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\r?\n(.*?)```", re.DOTALL)
+OPEN_BLOCK = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\r?\n(.*)\Z", re.DOTALL)
+RefusalCode = Literal["no_code", "cut_off", "syntax", "wrong_function", "no_change"]
+
+
+class Refused(Exception):
+    """The reply cannot become a candidate; ``message`` says why, for the model."""
+
+    def __init__(self, code: RefusalCode, message: str) -> None:
+        super().__init__(message)
+        self.code: RefusalCode = code
+        self.message = message
+
+
+class Spliced(NamedTuple):
+    text: str
+    """The module with the reply's functions in it."""
+    functions: tuple[str, ...]
+    """The functions replaced or added, by name."""
+    code: str
+    """The code block the functions came from."""
+
+
+def code_blocks(reply: str) -> list[str]:
+    """The fenced code blocks of ``reply``; a reply of bare code is its own block."""
+    blocks = [textwrap.dedent(block) for block in CODE_BLOCK.findall(reply)]
+    if blocks:
+        return blocks
+    if "```" not in reply and parse(textwrap.dedent(reply)) is not None:
+        return [textwrap.dedent(reply)]
+    return []
+
+
+def _nearest(code: str, line: int) -> str:
+    lines = code.splitlines()
+    low, high = max(line - 3, 0), min(line + 1, len(lines))
+    return "\n".join(f"{n + 1:4d} | {lines[n]}" for n in range(low, high))
+
+
+def _top_defs(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    found: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            found[node.name] = node
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    found.setdefault(item.name, item)
+    return found
+
+
+def choose_block(reply: str, names: set[str], *, truncated: bool = False) -> tuple[str, ast.Module]:
+    """The last code block of ``reply`` that parses and defines one of ``names``.
+
+    Raises:
+        Refused: the reply has no such block (the code says which way it fails).
+    """
+    blocks = code_blocks(reply)
+    if not blocks:
+        if truncated or OPEN_BLOCK.search(reply):
+            raise Refused("cut_off", "the reply was cut off before its code block ended")
+        raise Refused("no_code", "the reply has no ```python code block")
+    problem: Refused | None = None
+    for code in reversed(blocks):
+        try:
+            tree = ast.parse(code)
+        except SyntaxError as error:
+            where = _nearest(code, error.lineno or 1)
+            problem = problem or Refused(
+                "syntax", f"the code does not parse: {error.msg} at line {error.lineno}:\n{where}"
+            )
+            continue
+        defined = _top_defs(tree)
+        if names & set(defined):
+            return code, tree
+        problem = problem or Refused(
+            "wrong_function",
+            f"the code defines {', '.join(sorted(defined)) or 'no function'}; "
+            f"the function to fix is {', '.join(sorted(names))}: keep its name",
+        )
+    assert problem is not None  # noqa: S101 - at least one block was looked at
+    raise problem
+
+
+def _indent_of(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+def _source(code_lines: list[str], node: ast.AST, indent: str) -> list[str]:
+    assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)  # noqa: S101
+    start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+    lines = code_lines[start - 1 : node.end_lineno]
+    body = textwrap.dedent("".join(line if line.endswith("\n") else line + "\n" for line in lines))
+    return [indent + line if line.strip() else line for line in body.splitlines(keepends=True)]
+
+
+def _import_lines(tree: ast.Module, code_lines: list[str], module: str) -> list[str]:
+    have = {" ".join(line.split()) for line in module.splitlines()}
+    wanted: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.Import | ast.ImportFrom) and node.end_lineno == node.lineno:
+            line = code_lines[node.lineno - 1].strip()
+            if " ".join(line.split()) not in have:
+                wanted.append(line + "\n")
+    return wanted
+
+
+def _after_imports(tree: ast.Module) -> int:
+    """The 0-based line after the module's leading docstring and imports."""
+    last = 0
+    for index, node in enumerate(tree.body):
+        is_doc = index == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        if is_doc or isinstance(node, ast.Import | ast.ImportFrom):
+            last = node.end_lineno or node.lineno
+        else:
+            break
+    return last
+
+
+def splice(module: str, targets: list[Site], reply: str, *, truncated: bool = False) -> Spliced:
+    """``module`` with ``targets`` (functions of that module) replaced by the reply's.
+
+    Raises:
+        Refused: the reply cannot become a candidate for these targets.
+    """
+    names = {site.name for site in targets}
+    code, tree = choose_block(reply, names, truncated=truncated)
+    module_tree = parse(module)
+    if module_tree is None:
+        raise Refused("no_change", "the module to change does not parse as it stands")
+    code_lines = code.splitlines(keepends=True)
+    defined = _top_defs(tree)
+    lines = module.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    existing = {node.name for node in module_tree.body if isinstance(node, ast.FunctionDef)}
+    replaced: list[str] = []
+    for site in sorted(targets, key=lambda s: s.start, reverse=True):
+        node = defined.get(site.name)
+        if node is None:
+            continue
+        indent = _indent_of(lines[site.start - 1])
+        lines[site.start - 1 : site.end] = _source(code_lines, node, indent)
+        replaced.append(site.name)
+    last_target = max((s for s in targets if s.name in replaced), key=lambda s: s.end)
+    helpers = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.name not in names
+        and node.name not in existing
+    ]
+    if helpers and "." not in last_target.qualname:
+        shift = len("".join(lines).splitlines()) - len(module.splitlines())
+        at = last_target.end + shift
+        added = [line for node in helpers for line in ["\n", "\n", *_source(code_lines, node, "")]]
+        lines[at:at] = added
+        replaced.extend(node.name for node in helpers)
+    imports = _import_lines(tree, code_lines, module)
+    if imports:
+        at = _after_imports(module_tree)
+        lines[at:at] = imports
+    text = "".join(lines)
+    if text == module or (module.endswith("\n") is False and text == module + "\n"):
+        raise Refused("no_change", "the code is the same as the code it would replace")
+    if parse(text) is None:
+        raise Refused("syntax", "the module does not parse with this code in it")
+    return Spliced(text, tuple(replaced), code)
+
+
+class Edit(NamedTuple):
+    old: str
+    new: str
+
+
+def edit_for(old_text: str, new_text: str) -> Edit:
+    """The smallest run of whole lines whose replacement turns ``old_text`` into
+    ``new_text``, widened until it occurs exactly once (``apply_patch``'s rule)."""
+    old = old_text.splitlines(keepends=True)
+    new = new_text.splitlines(keepends=True)
+    prefix = 0
+    while prefix < min(len(old), len(new)) and old[prefix] == new[prefix]:
+        prefix += 1
+    suffix = 0
+    while (
+        suffix < min(len(old), len(new)) - prefix
+        and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]
+    ):
+        suffix += 1
+    start, end_old, end_new = prefix, len(old) - suffix, len(new) - suffix
+    while True:
+        piece = "".join(old[start:end_old])
+        if piece and old_text.count(piece) == 1:
+            return Edit(piece, "".join(new[start:end_new]))
+        if start == 0 and end_old == len(old):
+            return Edit(old_text, new_text)
+        if start > 0:
+            start -= 1
+        else:
+            end_old += 1
+            end_new += 1

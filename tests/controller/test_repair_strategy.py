@@ -1,0 +1,223 @@
+"""The ``repair`` strategy with a scripted model (exact candidates) against the shipped
+FakeBackend: what it shows, what it tries, what it keeps, what it records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sandbox_agent.controller import RunConfig, RunResult, run_task
+from sandbox_agent.controller.models import Budgets, RepairOptions
+from sandbox_agent.providers.base import ProviderOptions
+from sandbox_agent.sandbox.base import SandboxResult
+from sandbox_agent.sandbox.fake import FakeBackend, completed
+from sandbox_agent.trace import read_chain
+
+SOLUTION = 'def add(a, b):\n    """Add two numbers."""\n    return a - b\n'
+TESTS = (
+    "import unittest\n\nfrom solution import add\n\n\n"
+    "def check(candidate):\n    assert candidate(2, 3) == 5\n\n\n"
+    "class ExampleTests(unittest.TestCase):\n    def test_examples(self):\n        check(add)\n"
+)
+OUTPUT = b"""\
+F
+======================================================================
+FAIL: test_examples (test_examples.ExampleTests.test_examples)
+----------------------------------------------------------------------
+Traceback (most recent call last):
+  File "/workspace/test_examples.py", line 12, in test_examples
+    check(add)
+  File "/workspace/test_examples.py", line 7, in check
+    assert candidate(2, 3) == 5
+AssertionError: assert candidate(2, 3) == 5: left is -1, right is 5
+
+----------------------------------------------------------------------
+Ran 1 test in 0.001s
+
+FAILED (failures=1)
+"""
+FAILING = completed(exit_code=1, tests_run=1, failures=1, output=OUTPUT)
+PASSING = completed(exit_code=0, tests_run=1)
+FIXED = "```python\ndef add(a, b):\n    return a + b\n```"
+WRONG = "```python\ndef add(a, b):\n    return a * b\n```"
+
+
+def _repo(tmp_path: Path, solution: str = SOLUTION) -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "solution.py").write_text(solution)
+    (repo / "test_examples.py").write_text(TESTS)
+    return repo
+
+
+def run(
+    tmp_path: Path,
+    replies: list[str],
+    results: list[SandboxResult],
+    *,
+    repair: RepairOptions | None = None,
+    budgets: Budgets | None = None,
+    **config: Any,
+) -> tuple[RunResult, FakeBackend]:
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"steps": [{"raw": reply} for reply in replies]}))
+    backend = FakeBackend(results)
+    result = run_task(
+        RunConfig(
+            task="Fix the bug in add.",
+            repo=config.pop("repo", None) or _repo(tmp_path),
+            provider="scripted",
+            provider_options=ProviderOptions(plan_path=str(plan)),
+            strategy="repair",
+            repair=repair or RepairOptions(),
+            budgets=budgets or Budgets(),
+            trace_dir=tmp_path / "runs",
+            prestart=0,
+            **config,
+        ),
+        sandbox=backend,
+    )
+    return result, backend
+
+
+def test_the_first_candidate_that_passes_is_kept(tmp_path: Path) -> None:
+    replies = ["The bug is in add.", "```python\ndef add(a, b)\n```", WRONG, FIXED]
+    result, backend = run(tmp_path, replies, [FAILING, FAILING, PASSING])
+    assert result.status == "SUCCEEDED", result.reason
+    assert result.strategy == "repair"
+    assert [c.outcome for c in result.candidates] == ["refused", "refused", "failed", "passed"]
+    assert [(c.temperature, c.seed) for c in result.candidates] == [
+        (0.0, 1234),
+        (0.8, 1236),
+        (0.8, 1237),
+        (0.8, 1238),
+    ]
+    assert "+    return a + b" in result.diff
+    assert result.files_changed == ["solution.py"]
+    assert [c.tool for c in result.tool_calls] == [
+        "run_tests",
+        "read_file",
+        "read_file",
+        "apply_patch",
+        "run_tests",
+        "apply_patch",
+        "run_tests",
+    ]
+    assert result.budget_used.invalid_outputs == 2
+    assert result.budget_used.iterations == 4
+    assert len(backend.requests) == 3  # the final verdict reused the passing run
+    events = [e["event"] for e in read_chain(Path(result.trace_path))]
+    assert events.count("candidate") == 4
+
+
+def test_what_the_model_is_shown(tmp_path: Path) -> None:
+    from sandbox_agent.controller.repair_loop import repair_prompt
+    from sandbox_agent.repair.failures import frames
+    from sandbox_agent.repair.localise import localise
+
+    files = {"solution.py": SOLUTION, "test_examples.py": TESTS}
+    output = OUTPUT.decode()
+    context = localise(frames(output), files.get, lambda path: path.startswith("test"))
+    shown = repair_prompt("Fix the bug in add.", output, context)
+    assert shown.startswith("Task: Fix the bug in add.")
+    assert "left is -1, right is 5" in shown
+    assert "# solution.py, lines 1-3\ndef add(a, b):" in shown
+    assert "# test_examples.py, lines 6-7 (read-only)" in shown
+    assert "You may edit: solution.py." in shown
+    assert shown.rstrip().endswith("function `add` in one ```python code block.")
+
+
+def test_repair_rounds_show_the_best_failure_and_nothing_passing_keeps_the_best_tree(
+    tmp_path: Path,
+) -> None:
+    better = completed(exit_code=1, tests_run=4, failures=1, output=OUTPUT)
+    worse = completed(exit_code=1, tests_run=4, failures=3, output=OUTPUT)
+    baseline = completed(exit_code=1, tests_run=4, failures=2, output=OUTPUT)
+    replies = [WRONG, "```python\ndef add(a, b):\n    return b\n```"]
+    result, backend = run(
+        tmp_path,
+        replies,
+        [baseline, better, worse, better],
+        repair=RepairOptions(candidates=2, rounds=0),
+    )
+    assert result.status == "FAILED"
+    assert [c.outcome for c in result.candidates] == ["failed", "failed"]
+    assert "+    return a * b" in result.diff  # the better one, not the last one
+    assert "kept candidate 1" in (result.model_summary or "")
+    assert len(backend.requests) == 4  # the best tree was tested again, as the final run
+
+
+def test_a_round_replays_the_best_candidate_with_its_failure(tmp_path: Path) -> None:
+    result, _ = run(
+        tmp_path,
+        [WRONG, FIXED],
+        [FAILING, FAILING, PASSING],
+        repair=RepairOptions(candidates=1, rounds=1, round_candidates=1),
+    )
+    assert result.status == "SUCCEEDED"
+    assert [(c.round, c.outcome) for c in result.candidates] == [(0, "failed"), (1, "passed")]
+    turns = [e for e in read_chain(Path(result.trace_path)) if e["event"] == "model_turn"]
+    assert [t["sampling"]["temperature"] for t in turns] == [0.0, 0.0]
+
+
+def test_the_same_code_twice_is_not_tested_twice(tmp_path: Path) -> None:
+    result, backend = run(
+        tmp_path, [WRONG, WRONG, FIXED], [FAILING, FAILING, PASSING],
+        repair=RepairOptions(candidates=3),
+    )  # fmt: skip
+    assert [c.reason for c in result.candidates][1] == "the same code as candidate 1"
+    assert len(backend.requests) == 3
+    assert result.status == "SUCCEEDED"
+
+
+def test_invalid_candidates_count_against_their_budget(tmp_path: Path) -> None:
+    result, _ = run(
+        tmp_path,
+        ["no code"] * 5,
+        [FAILING, FAILING],
+        budgets=Budgets(max_invalid_outputs=1),
+    )
+    assert result.status == "BUDGET_EXHAUSTED"
+    assert result.budget_used.invalid_outputs == 2
+    assert result.diff == ""
+
+
+def test_passing_tests_get_an_answer_and_no_change(tmp_path: Path) -> None:
+    result, _backend = run(
+        tmp_path,
+        ["The repository adds numbers; nothing to fix."],
+        [PASSING],
+        repo=_repo(tmp_path, "def add(a, b):\n    return a + b\n"),
+    )
+    assert result.status == "SUCCEEDED"
+    assert result.diff == ""
+    assert result.candidates == []
+    assert result.model_summary == "The repository adds numbers; nothing to fix."
+    assert next(c.tool for c in result.tool_calls) == "run_tests"
+    assert result.tool_calls[-1].tool == "finish"
+
+
+def test_a_read_only_task_is_answered_without_running_or_editing(tmp_path: Path) -> None:
+    result, _backend = run(
+        tmp_path,
+        ["It adds."],
+        [PASSING],
+        allowed_tools=("list_files", "read_file", "search", "finish"),
+    )
+    assert {c.tool for c in result.tool_calls} <= {"read_file", "finish"}
+    assert result.diff == ""
+    assert result.model_summary == "It adds."
+
+
+@pytest.mark.parametrize("provider", ["local", "scripted"])
+def test_the_default_strategy_depends_on_the_provider(provider: str) -> None:
+    import argparse
+
+    from sandbox_agent.commands.strategy import strategy_for
+
+    expected = "repair" if provider == "local" else "tools"
+    assert strategy_for(argparse.Namespace(strategy=None, provider=provider)) == expected
+    assert strategy_for(argparse.Namespace(strategy="tools", provider=provider)) == "tools"
