@@ -84,11 +84,12 @@ test-soak: setup browser model
 	$(PY) scripts/soak.py --runs $(SOAK_RUNS) --load $(LOAD) --order $(ORDER) \
 		$(if $(SEED),--seed $(SEED)) -- $(PYTEST_ARGS)
 
-# The first real-model evaluation (issue 16): the 10-task set x 3, a seeded subset of
-# HumanEvalFix's odd-numbered rows (HEF=all for all 164), the one-shot baseline, and the
-# report in docs/results/. Hours on 2 cores: run it on a quiet machine. It resumes:
-# running it again runs only what is missing (FRESH=1 starts over).
-HEF ?= 40
+# The real-model evaluation (issues 16, 29): HumanEvalFix's 82 odd-numbered rows through
+# the agent (repair strategy), the greedy one-shot and one-shot best-of-N on the same rows,
+# the 10-task set with 3 seeds, all 39 realrepos tasks, and the report in docs/results/.
+# Hours on 2 cores: run it on a quiet machine. It resumes: running it again runs only
+# what is missing (FRESH=1 starts over). HEF=all for all 164 rows, HEF=N for N odd rows.
+HEF ?= odd
 eval-local: setup model
 	$(PY) -m sandbox_agent.evals.local --humanevalfix $(HEF) $(if $(FRESH),--fresh)
 

@@ -131,6 +131,14 @@ def test_the_report_is_built_from_the_results_folder(tmp_path: Path) -> None:
         input_tokens=10, output_tokens=5, wall_s=1.0,
     )  # fmt: skip
     (results / "oneshot.jsonl").write_text(shot.model_dump_json() + "\n" + '{"cut sh')
+    from sandbox_agent.evals.bestof import BestOfRecord
+
+    best = BestOfRecord(
+        task_id="task-good", samples=2, passed=False, selected=None, visible=[False, None],
+        heldout=[True, None], held_out=records[0].held_out, input_tokens=2, output_tokens=2,
+        wall_s=1.0,
+    )  # fmt: skip
+    (results / "bestof.jsonl").write_text(best.model_dump_json() + "\n" + '{"cut')
     run_all(
         [case("good", held)],
         EvalOptions(trace_dir=tmp_path / "traces"),
@@ -147,8 +155,12 @@ def test_the_report_is_built_from_the_results_folder(tmp_path: Path) -> None:
     assert data["suites"]["humanevalfix"]["state"] == "complete"
     assert data["suites"]["fixtures"]["state"] == "partial: 1 of 30 runs"
     assert "(partial: 1 of 30 runs, to be resumed)" in md.read_text()
-    assert data["oneshot"]["comparison"]["rows"] == 1, "a line cut short is not a record"
-    assert data["oneshot"]["comparison"]["on_those_rows"]["agent_only"] == 1
+    comparison = data["comparison"]
+    assert comparison["rows_all_three_ran"] == 1, "a line cut short is not a record"
+    assert comparison["held_out_passed"] == {
+        "agent": 1, "oneshot_greedy": 0, "oneshot_best_of_n": 0, "best_of_n_coverage": 1,
+    }  # fmt: skip
+    assert comparison["goals"]["agent_not_below_best_of_n"] is True
     assert "even-numbered" in md.read_text()
     assert suite_summary(records)["success"] == 1
     assert run_row(records[0])["heldout"] is True

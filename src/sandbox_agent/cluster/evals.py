@@ -414,7 +414,7 @@ class _Scheduler:
     def _harness_error(self, attempt: _Attempt, error: str) -> RunRecord:
         index, repeat = attempt.key
         case = self.cases[index]
-        config = build_config(case, self.options, f"eval-{case.task.id}-{repeat}")
+        config = build_config(case, self.options, f"eval-{case.task.id}-{repeat}", repeat)
         record = error_record(case, repeat, config, error)
         return record.model_copy(
             update={"node": self._node_of(attempt), "lost_on": attempt.lost_on}

@@ -113,6 +113,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from sandbox_agent.deps.cli import add_deps_arguments
 
     add_deps_arguments(parser)
+    from sandbox_agent.commands.strategy import add_strategy_arguments
+
+    add_strategy_arguments(parser)
 
 
 def _reap_once() -> None:
@@ -266,9 +269,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--tasks is empty; give comma-separated task ids")
     started_at = dt.datetime.now(dt.UTC)
     results = Path(args.results_dir) if args.results_dir else default_results_dir(started_at)
+    from sandbox_agent.commands.strategy import repair_options_from, strategy_for
+
     try:
         real = provider_options_from(args, plan_path=None)
         deps = deps_options_from(args)
+        repair = repair_options_from(args)
     except ValidationError as error:
         first = error.errors(include_url=False)[0]
         raise UsageError(f"bad value for {first['loc'][0]}: {first['msg']}") from None
@@ -283,6 +289,8 @@ def run(args: argparse.Namespace) -> int:
         max_iterations=args.max_iterations,
         max_wall_seconds=args.max_wall_seconds,
         deps=deps,
+        strategy=strategy_for(args),
+        repair=repair,
     )
     suite_options = SuiteOptions(
         task_ids=task_ids,

@@ -21,7 +21,13 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sandbox_agent.controller.models import Budgets, RunConfig, RunResult
+from sandbox_agent.controller.models import (
+    Budgets,
+    RepairOptions,
+    RunConfig,
+    RunResult,
+    Strategy,
+)
 from sandbox_agent.deps.models import DepsOptions
 from sandbox_agent.errors import SetupError, UsageError
 from sandbox_agent.evals.cases import EvalCase
@@ -91,10 +97,20 @@ class EvalOptions(BaseModel):
     on 2 cores takes minutes where a plan takes a second)."""
     deps: DepsOptions = DepsOptions()
     """How each task's repository gets its dependency environment (``--deps*``)."""
+    strategy: Strategy = "tools"
+    """``--strategy`` of every run."""
+    repair: RepairOptions = RepairOptions()
+    """The ``repair`` strategy's limits; repeat r samples with seed ``seed + r *
+    SEED_STRIDE`` (independent samples, not copies of one run)."""
 
 
-def build_config(case: EvalCase, options: EvalOptions, run_id: str) -> RunConfig:
-    """The controller configuration of one run of ``case``."""
+SEED_STRIDE = 1000
+"""Seeds between two repeats of one task: more than any run's candidates, so no sampled
+candidate of one repeat shares a seed with another's."""
+
+
+def build_config(case: EvalCase, options: EvalOptions, run_id: str, repeat: int = 0) -> RunConfig:
+    """The controller configuration of run ``repeat`` of ``case``."""
     task = case.task
     plan = str(case.plan) if case.plan else None
     return RunConfig(
@@ -122,6 +138,10 @@ def build_config(case: EvalCase, options: EvalOptions, run_id: str) -> RunConfig
         deps=options.deps,
         trace_dir=options.trace_dir,
         run_id=run_id,
+        strategy=options.strategy,
+        repair=options.repair.model_copy(
+            update={"seed": options.repair.seed + repeat * SEED_STRIDE}
+        ),
     )
 
 
@@ -148,6 +168,8 @@ def _record_config(config: RunConfig, plan: Path | None = None) -> dict[str, Any
         "runtime": config.runtime,
         "allowed_tools": list(config.allowed_tools),
         "plan": str(plan) if plan else config.provider_options.reference_plan_path,
+        "strategy": config.strategy,
+        **({"repair": config.repair.model_dump()} if config.strategy == "repair" else {}),
     }
 
 
@@ -283,8 +305,8 @@ def run_case(
             case = _private_copies(case, Path(scratch))
         except OSError as error:
             why = f"its plan or held-out tests cannot be read: {error}"
-            return error_record(case, repeat, build_config(case, options, run_id), why)
-        config = build_config(case, options, run_id)  # every provider replays the copy
+            return error_record(case, repeat, build_config(case, options, run_id, repeat), why)
+        config = build_config(case, options, run_id, repeat)  # every provider replays the copy
         copied = file_sha256(case_plan(case)), repository_sha256(case.held_out_dir)
         if inputs is not None and copied != (inputs.plan, inputs.held_out):
             changed = "plan" if copied[0] != inputs.plan else "held-out tests"
@@ -368,6 +390,9 @@ def run_case(
         ),
         trace_path=result.trace_path,
         error=held_out_error,
+        strategy=result.strategy,
+        candidates=len(result.candidates),
+        rounds=max((c.round for c in result.candidates), default=0),
     )
 
 

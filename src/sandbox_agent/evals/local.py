@@ -1,25 +1,26 @@
-"""``make eval-local``: the first real-model evaluation, on the project's own local model.
+"""``make eval-local``: the real-model evaluation on the project's own local model.
 
 ``python -m sandbox_agent.evals.local [--results-dir DIR] [--report-dir DIR]
-[--humanevalfix all|N] [--repeats N] [--skip-agent] [--skip-oneshot] [--fresh]``
+[--humanevalfix odd|all|N] [--repeats N] [--strategy repair|tools] [--tools-loop]
+[--skip-agent] [--skip-oneshot] [--fresh]``
 
-1. the 10-task set through the agent, ``--repeats`` times (default 3);
-2. the one-shot baseline on the HumanEvalFix rows of step 3 (``evals.oneshot``): cheap,
-   so it comes before the longest stage;
-3. HumanEvalFix through the agent: all 164 rows, or a fixed seeded subset of the
+Stages, the most telling first, each resumable and each followed by the report:
+
+1. HumanEvalFix through the agent (``--strategy``, default ``repair``): all 82
    **odd-numbered** rows (the split results are reported on; changes meant to raise
-   success are developed on the even-numbered rows, docs/DECISIONS.md);
-4. a report in ``docs/results/`` (Markdown and JSON, ``evals.local_report``), rewritten
-   after every stage.
+   success are developed on the even-numbered rows only, docs/DECISIONS.md);
+2. the greedy one-shot baseline on the same rows (``evals.oneshot``);
+3. one-shot best-of-N on the same rows, selected by the same visible tests
+   (``evals.bestof``; N, temperature and seeds are the repair strategy's);
+4. the 10-task set, ``--repeats`` times, each repeat with its own seeds (independent
+   samples: ``evals.executor.SEED_STRIDE``);
+5. all 39 realrepos tasks (their visible and held-out tests coincide: the project's own
+   suite);
+6. with ``--tools-loop``: HumanEvalFix's rows through the ``tools`` strategy too.
 
-It takes hours on 2 cores, so it resumes: every finished run is in the results folder
-(``runs.jsonl`` of each eval, ``oneshot.jsonl``) as soon as it ends, and running the
-same command again runs only what is missing (``eval --resume``); ``--fresh`` starts
-over (the old journals are kept aside). A partial stage is reported as partial.
-
-Every agent run goes through ``sandbox-agent eval --provider local`` itself, at
-temperature 0 with a fixed seed (the ``local`` provider's), one run at a time (one
-server slot), with the budgets named below and recorded in the report.
+Every finished run is in the results folder as soon as it ends, and running the same
+command again runs only what is missing (``eval --resume``); ``--fresh`` starts over
+(the old journals are kept aside). A partial stage is reported as partial.
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ import random
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from sandbox_agent.evals import humanevalfix
+from sandbox_agent.evals.bestof import BESTOF_FILE, SampledComplete, load_bestof
 from sandbox_agent.evals.journal import set_aside
 from sandbox_agent.evals.oneshot import MAX_OUTPUT_TOKENS as ONESHOT_MAX_OUTPUT_TOKENS
 from sandbox_agent.evals.oneshot import ONESHOT_FILE, Complete, Completion, load_records
@@ -46,6 +49,11 @@ MAX_ITERATIONS_HUMANEVALFIX = 12
 REPORT_DIR = PROJECT_ROOT / "docs" / "results"
 RESULTS_DIR = PROJECT_ROOT / "results" / "eval-local"
 """Where the runs go by default: one fixed folder, so running again resumes."""
+
+
+def odd_rows(task_ids: list[str]) -> list[str]:
+    """Every odd-numbered HumanEvalFix id, in numeric order (the reported split)."""
+    return odd_subset(task_ids, len(task_ids))
 
 
 def odd_subset(task_ids: list[str], size: int, seed: int = SUBSET_SEED) -> list[str]:
@@ -66,9 +74,9 @@ def _eval(argv: list[str]) -> int:
     return main(argv)
 
 
-def local_completer() -> Complete:
-    """``complete(system, user)`` against the project's local server, sampled exactly as
-    the ``local`` provider samples (temperature 0, its seed), without tools.
+def sampled_completer() -> SampledComplete:
+    """``complete(system, user, temperature, seed)`` against the project's local server,
+    without tools, capped at the one-shot's reply length.
 
     Raises:
         SetupError: the server or the model is missing, or would not start.
@@ -77,7 +85,7 @@ def local_completer() -> Complete:
 
     from sandbox_agent.localmodel import pins, server
     from sandbox_agent.providers.http import BoundedTransport, bounded_client
-    from sandbox_agent.providers.local import DEFAULT_SEED, REQUEST_TIMEOUT_SECONDS
+    from sandbox_agent.providers.local import REQUEST_TIMEOUT_SECONDS
 
     record = server.ensure_running()
     client = openai.OpenAI(
@@ -88,12 +96,12 @@ def local_completer() -> Complete:
         timeout=REQUEST_TIMEOUT_SECONDS,
     )
 
-    def complete(system: str, user: str) -> Completion:
+    def complete(system: str, user: str, temperature: float, seed: int) -> Completion:
         response = client.chat.completions.create(
             model=pins.MODEL_NAME,
             messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-            temperature=0.0,
-            seed=DEFAULT_SEED,
+            temperature=temperature,
+            seed=seed,
             max_tokens=ONESHOT_MAX_OUTPUT_TOKENS,
         )
         usage = response.usage
@@ -104,6 +112,18 @@ def local_completer() -> Complete:
         )
 
     return complete
+
+
+def local_completer() -> Complete:
+    """``complete(system, user)``: greedy, the ``local`` provider's seed (the one-shot).
+
+    Raises:
+        SetupError: the server or the model is missing, or would not start.
+    """
+    from sandbox_agent.providers.local import DEFAULT_SEED
+
+    sampled = sampled_completer()
+    return lambda system, user: sampled(system, user, 0.0, DEFAULT_SEED)
 
 
 def oneshot_done(path: Path) -> set[str]:
@@ -136,25 +156,64 @@ def _oneshot(rows: list[humanevalfix.Row], chosen: list[str], path: Path) -> Non
         backend.close()
 
 
+def _bestof(rows: list[humanevalfix.Row], chosen: list[str], path: Path, options: Any) -> None:
+    """One-shot best-of-N on ``chosen`` (``evals.bestof``), appended as each row ends."""
+    from sandbox_agent.evals.bestof import run_best_of
+    from sandbox_agent.sandbox.docker_backend import DockerBackend
+
+    done = {record.task_id for record in load_bestof(path)}
+    todo = [task_id for task_id in chosen if task_id not in done]
+    if not todo:
+        return
+    complete = sampled_completer()
+    backend = DockerBackend()
+    by_id = {humanevalfix.task_id(row): row for row in rows}
+    try:
+        for number, task_id in enumerate(todo, start=len(done) + 1):
+            record = run_best_of(
+                by_id[task_id],
+                complete,
+                backend,
+                samples=options.candidates,
+                temperature=options.temperature,
+                seed=options.seed,
+            )
+            with path.open("a", encoding="utf-8") as handle:
+                handle.write(record.model_dump_json() + "\n")
+            verdict = "passed" if record.passed else "failed"
+            print(f"best-of-{options.candidates} {number}/{len(chosen)} {task_id}: {verdict}",
+                  file=sys.stderr)  # fmt: skip
+    finally:
+        backend.close()
+
+
 def run(args: argparse.Namespace) -> int:
+    from sandbox_agent.controller.models import RepairOptions
     from sandbox_agent.evals.local_report import write_local_report
 
     results = Path(args.results_dir or RESULTS_DIR)
+    results.mkdir(parents=True, exist_ok=True)
     rows = humanevalfix.load_rows(humanevalfix.dataset_path(args.dataset))
     ids = [humanevalfix.task_id(row) for row in rows]
-    chosen = ids if args.humanevalfix == "all" else odd_subset(ids, int(args.humanevalfix))
+    if args.humanevalfix == "all":
+        chosen, split = ids, "all 164 rows"
+    elif args.humanevalfix == "odd":
+        chosen = odd_rows(ids)
+        split = f"all {len(chosen)} odd-numbered rows"
+    else:
+        chosen = odd_subset(ids, int(args.humanevalfix))
+        split = f"{len(chosen)} odd-numbered rows, seed {SUBSET_SEED}"
+    repair = RepairOptions()
+    strategy = ["--strategy", args.strategy]
     budget = ["--max-wall-seconds", str(args.max_wall_seconds), "--jobs", "1"]
     dataset = ["--dataset", args.dataset] if args.dataset else []
     began = time.monotonic()
-    split = (
-        "all 164 rows"
-        if args.humanevalfix == "all"
-        else f"{len(chosen)} odd-numbered rows, seed {SUBSET_SEED}"
-    )
     budgets = {
         "max_wall_seconds": args.max_wall_seconds,
         "repeats": args.repeats,
         "humanevalfix_max_iterations": MAX_ITERATIONS_HUMANEVALFIX,
+        "strategy": args.strategy,
+        "repair": repair.model_dump(),
     }
 
     def report() -> tuple[Path, Path]:
@@ -169,21 +228,32 @@ def run(args: argparse.Namespace) -> int:
         )
 
     resume = [] if args.fresh else ["--resume"]
-    if args.fresh and (results / ONESHOT_FILE).exists():
-        set_aside(results / ONESHOT_FILE)  # kept under another name, never deleted
+    if args.fresh:
+        for name in (ONESHOT_FILE, BESTOF_FILE):
+            if (results / name).exists():
+                set_aside(results / name)  # kept under another name, never deleted
+    hef = ["--suite", "humanevalfix", "--tasks", ",".join(chosen), *dataset,
+           "--max-iterations", str(MAX_ITERATIONS_HUMANEVALFIX)]  # fmt: skip
     if not args.skip_agent:
-        fixtures = ["--suite", "fixtures", "--repeats", str(args.repeats)]
-        _eval(["eval", "--provider", "local", *fixtures, *budget, *resume, "--results-dir",
-               str(results / "fixtures")])  # fmt: skip
+        _eval(["eval", "--provider", "local", *strategy, *hef, *budget, *resume,
+               "--results-dir", str(results / "humanevalfix")])  # fmt: skip
         report()
     if not args.skip_oneshot:
         _oneshot(rows, chosen, results / ONESHOT_FILE)
         report()
+        _bestof(rows, chosen, results / BESTOF_FILE, repair)
+        report()
     if not args.skip_agent:
-        hef = ["--suite", "humanevalfix", "--tasks", ",".join(chosen), *dataset,
-               "--max-iterations", str(MAX_ITERATIONS_HUMANEVALFIX)]  # fmt: skip
-        _eval(["eval", "--provider", "local", *hef, *budget, *resume, "--results-dir",
-               str(results / "humanevalfix")])  # fmt: skip
+        fixtures = ["--suite", "fixtures", "--repeats", str(args.repeats)]
+        _eval(["eval", "--provider", "local", *strategy, *fixtures, *budget, *resume,
+               "--results-dir", str(results / "fixtures")])  # fmt: skip
+        report()
+        _eval(["eval", "--provider", "local", *strategy, "--suite", "realrepos", *budget,
+               *resume, "--results-dir", str(results / "realrepos")])  # fmt: skip
+        report()
+    if args.tools_loop and not args.skip_agent:
+        _eval(["eval", "--provider", "local", "--strategy", "tools", *hef, *budget, *resume,
+               "--results-dir", str(results / "humanevalfix-tools")])  # fmt: skip
     md, js = report()
     print(f"eval-local: report {md} {js}", file=sys.stderr)
     return 0
@@ -200,15 +270,21 @@ def main(argv: list[str] | None = None) -> int:
         "--fresh", action="store_true", help="start over (the old journals are kept aside)"
     )
     parser.add_argument("--report-dir", default=str(REPORT_DIR), help="the report's folder")
-    parser.add_argument("--humanevalfix", default=str(SUBSET_SIZE), help="all, or N odd rows")
+    parser.add_argument(
+        "--humanevalfix", default="odd", help="odd (all 82, default), all (164), or N odd rows"
+    )
+    parser.add_argument("--strategy", choices=("repair", "tools"), default="repair")
+    parser.add_argument(
+        "--tools-loop", action="store_true", help="also the tools strategy on the same rows"
+    )
     parser.add_argument("--repeats", type=int, default=REPEATS, help="of the 10-task set")
     parser.add_argument("--max-wall-seconds", type=float, default=MAX_WALL_SECONDS)
     parser.add_argument("--dataset", default=None, help="HumanEvalFix JSONL")
     parser.add_argument("--skip-agent", action="store_true", help="report on what is there")
     parser.add_argument("--skip-oneshot", action="store_true")
     args = parser.parse_args(argv)
-    if args.humanevalfix != "all" and not args.humanevalfix.isdigit():
-        parser.error("--humanevalfix takes 'all' or a number of odd-numbered rows")
+    if args.humanevalfix not in ("all", "odd") and not args.humanevalfix.isdigit():
+        parser.error("--humanevalfix takes 'odd', 'all' or a number of odd-numbered rows")
     return run(args)
 
 

@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from sandbox_agent.evals.bestof import BESTOF_FILE, BestOfRecord, load_bestof
 from sandbox_agent.evals.journal import JOURNAL_FILE, Journal
 from sandbox_agent.evals.oneshot import ONESHOT_FILE, load_records
 from sandbox_agent.evals.records import RunRecord
@@ -26,6 +27,13 @@ SPLIT_NOTE = (
     "even-numbered rows only; the rows reported here are odd-numbered (or all 164), and "
     "no task-specific hint exists anywhere."
 )
+TESTS_NOTE = (
+    "HumanEvalFix: the visible tests are the row's docstring examples, the held-out check "
+    "is the row's full test, judged out of process, never shown and never used to select. "
+    "realrepos: visible and held-out coincide (the project's own suite, put back pristine)."
+)
+NO_CHANGE_KINDS = ("summarise", "review", "false_report")
+"""The 10-task set's kinds that need no code change (issue 29's goal: none is made)."""
 
 
 class Stage(NamedTuple):
@@ -71,6 +79,9 @@ def run_row(record: RunRecord) -> dict[str, Any]:
         "attempted_violations": len(record.attempted_violations),
         "executed_violations": len(record.executed_violations),
         "turns": record.steps,
+        "candidates": record.candidates,
+        "rounds": record.rounds,
+        "files_changed": len(record.files_changed),
         "input_tokens": record.input_tokens,
         "output_tokens": record.output_tokens,
         "wall_s": round(record.durations.total_s, 1),
@@ -152,6 +163,105 @@ def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
     return lines
 
 
+def _stage_section(
+    name: str, stage: Stage, planned: int, data: dict[str, Any], lines: list[str]
+) -> None:
+    rows = [run_row(record) for record in stage.runs]
+    summary = suite_summary(stage.runs)
+    state = "complete" if stage.complete else f"partial: {len(rows)} of {planned} runs"
+    data["suites"][name] = {"state": state, "summary": summary, "runs": rows}
+    title = f"## Agent: {name}" + ("" if stage.complete else f" ({state}, to be resumed)")
+    lines += [title, "", "```", json.dumps(summary, indent=1), "```", ""]
+    header = list(rows[0]) if rows else []
+    lines += [*_table(header, [list(row.values()) for row in rows]), ""]
+
+
+def _comparison(
+    hef: Stage | None, oneshot: list[Any], bestof: list[BestOfRecord], subset: list[str]
+) -> tuple[dict[str, Any], list[list[Any]]]:
+    """Agent, greedy one-shot and best-of-N on the rows all three have (issue 29's goals)."""
+    agent = {r.task_id: r for r in hef.runs} if hef else {}
+    greedy = {r.task_id: r for r in oneshot}
+    best = {r.task_id: r for r in bestof}
+    common = [t for t in subset if t in agent and t in greedy and t in best]
+    n = len(common)
+    passed = {
+        "agent": sum(agent[t].held_out.passed for t in common),
+        "oneshot_greedy": sum(greedy[t].passed for t in common),
+        "oneshot_best_of_n": sum(best[t].passed for t in common),
+        "best_of_n_coverage": sum(any(h for h in best[t].heldout if h) for t in common),
+    }
+    walls = [agent[t].durations.total_s for t in common]
+    replies = sum(agent[t].steps for t in common)
+    invalid = sum(agent[t].invalid_outputs for t in common)
+    points = (lambda k: round(100 * passed[k] / n, 1)) if n else (lambda k: 0.0)
+    goals = {
+        "agent_minus_greedy_points": round(points("agent") - points("oneshot_greedy"), 1),
+        "agent_20_points_above_greedy": points("agent") - points("oneshot_greedy") >= 20,
+        "agent_not_below_best_of_n": passed["agent"] >= passed["oneshot_best_of_n"],
+        "agent_60_percent": points("agent") >= 60,
+        "invalid_output_share": round(invalid / replies, 3) if replies else 0.0,
+        "invalid_at_most_2_percent": (invalid / replies if replies else 0.0) <= 0.02,
+        "executed_violations": sum(len(agent[t].executed_violations) for t in common),
+        "median_wall_s": round(statistics.median(walls), 1) if walls else 0.0,
+        "median_wall_at_most_120_s": (statistics.median(walls) if walls else 0.0) <= 120,
+    }
+    comparison = {
+        "rows_all_three_ran": n,
+        "rows_planned": len(subset),
+        "held_out_passed": passed,
+        "percent": {k: points(k) for k in passed},
+        "goals": goals,
+    }
+    rows = [
+        [
+            t,
+            agent[t].held_out.passed,
+            agent[t].status,
+            agent[t].candidates,
+            agent[t].rounds,
+            agent[t].input_tokens,
+            agent[t].output_tokens,
+            round(agent[t].durations.total_s, 1),
+            greedy[t].passed,
+            best[t].passed,
+            best[t].selected,
+            any(h for h in best[t].heldout if h),
+        ]
+        for t in common
+    ]
+    return comparison, rows
+
+
+def _fixture_goals(fixtures: Stage) -> dict[str, Any]:
+    """Per seed (repeat): change-needing tasks fixed, no-change tasks left unchanged."""
+    from sandbox_agent.evals.tasks import load_task_file
+
+    kinds = {task.id: task.kind for task in load_task_file().tasks}
+    by_seed: dict[int, dict[str, Any]] = {}
+    for record in fixtures.runs:
+        seed = by_seed.setdefault(
+            record.repeat,
+            {
+                "change_tasks_fixed": 0,
+                "change_tasks": 0,
+                "no_change_kept": 0,
+                "no_change_tasks": 0,
+            },  # fmt: skip
+        )
+        if kinds.get(record.task_id) in NO_CHANGE_KINDS:
+            seed["no_change_tasks"] += 1
+            seed["no_change_kept"] += int(record.passed and not record.files_changed)
+        else:
+            seed["change_tasks"] += 1
+            seed["change_tasks_fixed"] += int(record.passed)
+    return {
+        "per_seed": by_seed,
+        "five_of_seven_in_every_seed": bool(by_seed)
+        and all(s["change_tasks_fixed"] >= 5 for s in by_seed.values()),
+    }
+
+
 def write_local_report(
     results: Path,
     report_dir: Path,
@@ -162,18 +272,26 @@ def write_local_report(
     wall_seconds: float,
 ) -> tuple[Path, Path]:
     """Write ``<date>-local-<model>.md`` and ``.json`` into ``report_dir``."""
-    fixtures = _load_stage(results / "fixtures")
-    hef = _load_stage(results / "humanevalfix")
+    stages = {
+        name: _load_stage(results / name)
+        for name in ("humanevalfix", "fixtures", "realrepos", "humanevalfix-tools")
+    }
     oneshot = load_records(results / ONESHOT_FILE)
+    bestof = load_bestof(results / BESTOF_FILE)
     server = _server()
-    speed = _speed([r for stage in (fixtures, hef) if stage for r in stage.runs])
+    agent_runs = [r for stage in stages.values() if stage for r in stage.runs]
+    speed = _speed(agent_runs)
     fixture_tasks = len(load_task_file().tasks)
-    planned = {"fixtures": budgets.get("repeats", 1) * fixture_tasks, "humanevalfix": len(subset)}
+    planned = {
+        "humanevalfix": len(subset),
+        "fixtures": budgets.get("repeats", 1) * fixture_tasks,
+        "realrepos": 39,
+        "humanevalfix-tools": len(subset),
+    }
     in_runs = {
-        "agent_h": round(
-            sum(r.durations.total_s for st in (fixtures, hef) if st for r in st.runs) / 3600, 2
-        ),
+        "agent_h": round(sum(r.durations.total_s for r in agent_runs) / 3600, 2),
         "oneshot_h": round(sum(r.wall_s for r in oneshot) / 3600, 2),
+        "best_of_n_h": round(sum(r.wall_s for r in bestof) / 3600, 2),
     }
     date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
     data: dict[str, Any] = {
@@ -183,6 +301,7 @@ def write_local_report(
         "humanevalfix_rows": split,
         "humanevalfix_subset": subset,
         "split_note": SPLIT_NOTE,
+        "tests_note": TESTS_NOTE,
         "wall_seconds": round(wall_seconds, 1),
         "time_in_runs": in_runs,
         "speed": speed,
@@ -199,76 +318,55 @@ def write_local_report(
         f"- Server: {server['server_version']} built from {server['llama_cpp_source']}",
         f"- Build options: `{json.dumps(server['build_options'])}`",
         f"- Server flags: `{' '.join(server['server_flags'] or [])}`",
-        "- Sampling: temperature 0, seed 1234; tool protocol: the `local` provider's default",
-        f"- Budgets: `{json.dumps(budgets)}`",
+        f"- Strategy: `{budgets.get('strategy')}`; budgets and repair options: "
+        f"`{json.dumps(budgets)}`",
         f"- HumanEvalFix rows: {split}. {SPLIT_NOTE}",
+        f"- Tests: {TESTS_NOTE}",
         f"- Time in runs (each run's own wall time, summed; a resumed evaluation spans "
-        f"sessions): agent {in_runs['agent_h']} h, one-shot {in_runs['oneshot_h']} h",
+        f"sessions): agent {in_runs['agent_h']} h, one-shot {in_runs['oneshot_h']} h, "
+        f"best-of-N {in_runs['best_of_n_h']} h",
         f"- Speed (medians over every agent turn, from the server's own timings): "
         f"`{json.dumps(speed)}`",
         "",
     ]
-    for name, stage in (("fixtures", fixtures), ("humanevalfix", hef)):
-        if stage is None:
-            continue
-        rows = [run_row(record) for record in stage.runs]
-        summary = suite_summary(stage.runs)
-        state = "complete" if stage.complete else f"partial: {len(rows)} of {planned[name]} runs"
-        data["suites"][name] = {"state": state, "summary": summary, "runs": rows}
-        title = f"## Agent: {name}" + ("" if stage.complete else f" ({state}, to be resumed)")
-        lines += [title, "", "```", json.dumps(summary, indent=1), "```", ""]
-        header = list(rows[0]) if rows else []
-        lines += [*_table(header, [list(row.values()) for row in rows]), ""]
-    if oneshot:
-        agent = {r.task_id: r.held_out.passed for r in hef.runs} if hef else {}
-        common = [r for r in oneshot if r.task_id in agent]
-        comparison = {
-            "rows": len(oneshot),
-            "rows_planned": len(subset),
-            "oneshot_passed": sum(r.passed for r in oneshot),
-            "oneshot_extracted": sum(r.extracted for r in oneshot),
-            "rows_the_agent_ran": len(common),
-            "on_those_rows": {
-                "oneshot_passed": sum(r.passed for r in common),
-                "agent_heldout_passed": sum(agent[r.task_id] for r in common),
-                "both": sum(1 for r in common if r.passed and agent[r.task_id]),
-                "agent_only": sum(1 for r in common if not r.passed and agent[r.task_id]),
-                "oneshot_only": sum(1 for r in common if r.passed and not agent[r.task_id]),
-            },
-        }
-        data["oneshot"] = {
-            "comparison": comparison,
-            "runs": [r.model_dump(mode="json") for r in oneshot],
-        }
+    if oneshot and bestof and stages["humanevalfix"]:
+        comparison, rows = _comparison(stages["humanevalfix"], oneshot, bestof, subset)
+        data["comparison"] = comparison
         lines += [
-            "## One-shot baseline against the agent, same rows, same held-out check"
-            + (
-                ""
-                if len(oneshot) >= len(subset)
-                else f" (partial: {len(oneshot)} of {len(subset)} rows, to be resumed)"
-            ),
+            "## HumanEvalFix: the agent against greedy one-shot and one-shot best-of-N",
             "",
-            "The buggy module and its examples in one request, no tools; the fixed function "
-            "appended to the module and judged out of process like an agent's final tree.",
+            "Same rows, same model and server, same held-out check. Best-of-N samples N "
+            "answers to the one-shot prompt exactly as the repair strategy samples its first "
+            "round (one greedy, then seeded at the same temperature) and keeps the first "
+            "that passes the visible tests; coverage says whether any of the N would have "
+            "passed the held-out check (never used to choose).",
             "",
             "```",
             json.dumps(comparison, indent=1),
             "```",
             "",
         ]
-        oneshot_rows = [
-            [
-                r.task_id,
-                r.passed,
-                agent.get(r.task_id, "not run yet"),
-                r.extracted,
-                r.input_tokens,
-                r.output_tokens,
-            ]
-            for r in oneshot
-        ]
-        header = ["task", "one-shot passed", "agent held-out", "extracted", "in", "out"]
-        lines += [*_table(header, oneshot_rows), ""]
+        header = ["task", "agent held-out", "status", "candidates", "rounds", "in", "out",
+                  "wall s", "greedy", "best-of-N", "selected", "coverage"]  # fmt: skip
+        lines += [*_table(header, rows), ""]
+    for name, stage in stages.items():
+        if stage is not None:
+            _stage_section(name, stage, planned[name], data, lines)
+    if stages["fixtures"]:
+        goals = _fixture_goals(stages["fixtures"])
+        data["fixture_goals"] = goals
+        lines += ["## The 10-task set, per seed", "", "```", json.dumps(goals, indent=1), "```", ""]
+    if stages["realrepos"]:
+        runs = stages["realrepos"].runs
+        data["realrepos_goal"] = {
+            "held_out_passed": sum(r.held_out.passed for r in runs),
+            "runs": len(runs),
+            "at_least_10": sum(r.held_out.passed for r in runs) >= 10,
+        }
+    if oneshot:
+        data["oneshot"] = {"runs": [r.model_dump(mode="json") for r in oneshot]}
+    if bestof:
+        data["best_of_n"] = {"runs": [r.model_dump(mode="json") for r in bestof]}
     report_dir.mkdir(parents=True, exist_ok=True)
     stem = f"{date}-local-{server['model']}"
     md, js = report_dir / f"{stem}.md", report_dir / f"{stem}.json"

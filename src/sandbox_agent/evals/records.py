@@ -85,6 +85,12 @@ class RunRecord(BaseModel):
     """``eval --ray``: the cluster node that ran this run (``ip/node id``); None locally."""
     lost_on: list[str] = Field(default_factory=list)
     """``eval --ray``: nodes an earlier attempt of this run was lost with (then retried)."""
+    strategy: str = "tools"
+    """``tools`` or ``repair`` (records from before issue 29 are ``tools``)."""
+    candidates: int = 0
+    """``repair``: candidates tried."""
+    rounds: int = 0
+    """``repair``: the last round reached (0: the first round only)."""
 
     @model_validator(mode="after")
     def _heldout_from_held_out(self) -> RunRecord:
