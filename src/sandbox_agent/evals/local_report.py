@@ -247,7 +247,7 @@ def _fixture_goals(fixtures: Stage) -> dict[str, Any]:
                 "change_tasks": 0,
                 "no_change_kept": 0,
                 "no_change_tasks": 0,
-            },  # fmt: skip
+            },
         )
         if kinds.get(record.task_id) in NO_CHANGE_KINDS:
             seed["no_change_tasks"] += 1
