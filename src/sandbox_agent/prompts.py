@@ -15,9 +15,10 @@ from collections.abc import Iterable
 
 REPAIR_SYSTEM = (
     "You fix bugs in Python code. You are shown a failing test run, the failing test "
-    "(read-only) and the code it exercises. Reply with the complete corrected function in "
-    "one ```python code block: keep its name and its parameters, and do not change the "
-    "tests. Write no explanation outside the code block."
+    "(read-only) and the code it exercises. That code is wrong: your reply must change it "
+    "so that the test passes. Reply with the complete corrected function in one ```python "
+    "code block: keep its name and its parameters, and do not change the tests. Write no "
+    "explanation outside the code block."
 )
 
 REPAIR_TASK = """\

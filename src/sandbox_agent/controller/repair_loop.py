@@ -60,6 +60,8 @@ ANSWER_EXCERPT_LINES = 40
 ANSWER_EXCERPT_FILES = 3
 ANSWER_TOKENS = 400
 INVALID_CODES = ("no_code", "cut_off", "syntax", "wrong_function")
+WARMER = 0.2
+WARMEST = 1.2
 """Refusals that are invalid outputs; a reply that changes nothing is a valid, useless one."""
 
 
@@ -86,6 +88,8 @@ class _Search:
     candidates: list[CandidateRecord] = field(default_factory=list)
     last_refusal: tuple[str, str] | None = None
     """The last unusable reply and why, for the next round's prompt."""
+    repeats: int = 0
+    """Candidates whose code was the original's or an earlier candidate's."""
 
 
 def repair_prompt(task: str, output: str, context: Context) -> str:
@@ -215,10 +219,17 @@ class _Repair:
     # ------------------------------------------------------------------ candidates
 
     def _sampling(self, slot: int) -> Sampling:
+        """Greedy first; then seeded samples. A sample that repeats earlier code (small
+        models copy the code they are shown) warms the next one by ``WARMER`` up to
+        ``WARMEST``: when samples collapse, diversity is what is missing."""
         if slot == 0:
             return Sampling(temperature=0.0, seed=self.options.seed)
-        index = len(self.search.candidates) if self.search else slot
-        return Sampling(temperature=self.options.temperature, seed=self.options.seed + 1 + index)
+        search = self.search
+        index = len(search.candidates) if search else slot
+        repeats = search.repeats if search else 0
+        hottest = max(WARMEST, self.options.temperature)
+        warmth = min(self.options.temperature + WARMER * repeats, hottest)
+        return Sampling(temperature=round(warmth, 3), seed=self.options.seed + 1 + index)
 
     def _try(
         self, reply: ModelReply, targets: list[Site], round_: int, sampling: Sampling
@@ -238,12 +249,14 @@ class _Repair:
             texts, functions = self._splice(targets, reply)
         except Refused as refused:
             search.last_refusal = (reply.text, refused.message)
+            search.repeats += refused.code == "no_change"
             if refused.code in INVALID_CODES:
                 self._invalid(refused)
             self._record(CandidateRecord(**base, outcome="refused", reason=refused.message))
             return None
         same = next((t for t in search.tried if t.texts == texts), None)
         if same is not None:
+            search.repeats += 1
             self._record(
                 CandidateRecord(
                     **base,
