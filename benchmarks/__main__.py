@@ -10,6 +10,7 @@ from benchmarks import (
     deps_bench,
     eval_bench,
     localmodel_bench,
+    repair_bench,
     sandbox_bench,
 )
 
@@ -18,4 +19,5 @@ if __name__ == "__main__":
     code = code or eval_bench.main([])
     code = code or deps_bench.main([])
     code = code or localmodel_bench.main([])
+    code = code or repair_bench.main([])
     sys.exit(code or cluster_bench.main([]))
