@@ -81,7 +81,8 @@ def test_the_repair_strategy_keeps_its_contract_with_a_real_model(
     for candidate in result.candidates:
         assert candidate.outcome in ("passed", "failed", "refused")
     runs = [c for c in result.tool_calls if c.tool == "run_tests"]
-    assert runs and all(run.result["attested"] for run in runs)
+    assert runs
+    assert all(run.result["attested"] for run in runs)
     assert {c.tool for c in result.tool_calls} <= {"run_tests", "read_file", "apply_patch"}
     assert verify_run(Path(result.trace_path).parent).ok
     (spend,) = Ledger(ledger).summary()
