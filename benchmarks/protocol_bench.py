@@ -27,7 +27,9 @@ from sandbox_agent.settings import PROJECT_ROOT
 PROTOCOLS = ("tools", "required", "json_schema", "text")
 DEFAULT_TASKS = 6
 DEFAULT_TURNS = 4
-DEFAULT_DATASET = Path("/work/shared/data/humanevalfix/humanevalpack-python.jsonl")
+DEFAULT_DATASET = (
+    Path(__file__).resolve().parent.parent / "evals/data/humanevalfix/humanevalpack-python.jsonl"
+)
 
 
 def even_tasks(count: int) -> list[str]:

@@ -54,9 +54,14 @@ def checkout(commit: str, scratch: Path) -> Iterator[Path]:
         SetupError: git could not add the worktree.
     """
     tree = scratch / f"tree-{commit[:12]}"
-    shared = PROJECT_ROOT.parent / "shared"  # ../shared/data, as beside this checkout
-    if shared.is_dir() and not (scratch / "shared").exists():
-        (scratch / "shared").symlink_to(shared, target_is_directory=True)
+    # Trees from before the project carried its own data read it from a "shared/data"
+    # folder beside the checkout: give them this project's copy there.
+    old_data = scratch / "shared" / "data"
+    if not old_data.exists():
+        old_data.mkdir(parents=True)
+        (old_data / "humanevalfix").symlink_to(
+            PROJECT_ROOT / "evals" / "data" / "humanevalfix", target_is_directory=True
+        )
     gitrepo.git("worktree", "add", "--detach", "--quiet", str(tree), commit)
     try:
         yield tree

@@ -108,7 +108,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dataset",
         default=None,
-        help="HumanEvalFix JSONL (default ../shared/data/humanevalfix/...)",
+        help="HumanEvalFix JSONL (default evals/data/humanevalfix/humanevalpack-python.jsonl)",
     )
     from sandbox_agent.deps.cli import add_deps_arguments
 

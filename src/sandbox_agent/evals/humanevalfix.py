@@ -25,7 +25,8 @@ from sandbox_agent.settings import PROJECT_ROOT
 
 DATASET_ENV = "SANDBOX_AGENT_HUMANEVALFIX"
 """Overrides the dataset path."""
-DEFAULT_DATASET = PROJECT_ROOT.parent / "shared/data/humanevalfix/humanevalpack-python.jsonl"
+DEFAULT_DATASET = PROJECT_ROOT / "evals" / "data" / "humanevalfix" / "humanevalpack-python.jsonl"
+"""The project's own copy (MIT, with its LICENSE and SOURCE.md beside it): a clone stands alone."""
 MODULE = "solution"
 PUBLIC_TESTS = "test_examples.py"
 TASK_VERSION = 1
@@ -55,7 +56,7 @@ class Row(BaseModel):
 
 
 def dataset_path(override: str | None = None) -> Path:
-    """The dataset: ``override``, else ``$SANDBOX_AGENT_HUMANEVALFIX``, else ``../shared/...``."""
+    """The dataset: ``override``, else ``$SANDBOX_AGENT_HUMANEVALFIX``, else the project's copy."""
     return Path(override or os.environ.get(DATASET_ENV) or DEFAULT_DATASET)
 
 

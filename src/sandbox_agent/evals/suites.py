@@ -42,7 +42,7 @@ class SuiteOptions(BaseModel):
     fixtures_dir: Path | None = None
     """The project's fixtures (``--fixtures-dir``); eval-only ones stay in ``evals/fixtures``."""
     dataset: str | None = None
-    """HumanEvalFix JSONL path (else ``$SANDBOX_AGENT_HUMANEVALFIX`` or ``../shared/...``)."""
+    """HumanEvalFix JSONL path (else ``$SANDBOX_AGENT_HUMANEVALFIX`` or the project's copy)."""
     plans_dir: Path | None = None
     """``--plans DIR``: ``DIR/<task id>.json`` (a plan file) replaces that task's plan."""
     deps: DepsOptions = DepsOptions()
