@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from sandbox_agent.errors import SetupError
-from sandbox_agent.localmodel import pins, pypi
+from sandbox_agent.localmodel import paths, pins, pypi
 from sandbox_agent.localmodel.pins import Chunk
 
 Say = Callable[[str], None]
@@ -48,7 +48,9 @@ def check_model(
         SetupError: missing, of the wrong size, or with the wrong hash (one line).
     """
     if not model.is_file():
-        raise SetupError(f"no local model at {model}: run 'make model' to fetch it")
+        raise SetupError(
+            f"no local model at {model} ({paths.cache_origin()}): run 'make model' to fetch it"
+        )
     actual = model.stat().st_size
     if actual != size:
         raise SetupError(

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from sandbox_agent.localmodel import pins
-from sandbox_agent.settings import state_home
+from sandbox_agent.settings import STATE_HOME_ENV, state_home
 
 CACHE_ENV = "SANDBOX_AGENT_MODEL_CACHE"
 """Overrides the cache folder of the built server and the model (1.1 GB)."""
@@ -32,6 +32,15 @@ def cache_dir() -> Path:
     """The shared cache of built servers and models."""
     override = os.environ.get(CACHE_ENV)
     return Path(override) if override else state_home() / "localmodel"
+
+
+def cache_origin() -> str:
+    """Where the cache's place comes from, for a message: the variable that set it, or the
+    two that would move it (a missing model in a fresh state folder is often elsewhere)."""
+    override = os.environ.get(CACHE_ENV)
+    if override:
+        return f"set by {CACHE_ENV}={override}"
+    return f"the state folder's cache; {CACHE_ENV} or {STATE_HOME_ENV} moves it"
 
 
 def model_path() -> Path:

@@ -75,7 +75,7 @@ class ServerRecord(BaseModel):
 
 
 class ServerStatus(BaseModel):
-    """``sandbox-agent model status --json`` (DESIGN section 6 names the first eight)."""
+    """``sandbox-agent model status --json``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -204,7 +204,8 @@ def _installed() -> tuple[Path, BuildRecord, Path]:
     found = find_build(paths.builds_dir(), build_options())
     if found is None:
         raise SetupError(
-            f"llama-server is not built in {paths.builds_dir()}: run 'make model' first"
+            f"llama-server is not built in {paths.builds_dir()} ({paths.cache_origin()}): "
+            "run 'make model' first"
         )
     model = paths.model_path()
     check_model(model)
