@@ -1,17 +1,20 @@
-"""The ``sandbox-agent`` command line (DESIGN.md section 6).
+"""The ``sandbox-agent`` command line (docs/CLI.md).
 
 Subcommands are chosen from one explicit table (name -> module). Each module in
 ``sandbox_agent.commands`` exposes ``HELP``, ``add_arguments(parser)`` and
 ``run(args) -> int`` and imports its heavy dependencies inside ``run``, so that
 start-up stays fast. Exit codes: 0 success, 1 a finished run that did not
-succeed, 2 a usage or setup error (one line saying what to do).
+succeed, 2 a usage or setup error (one line saying what to do), 130 interrupted,
+141 when whoever read the output went away (``| head``), as for a shell's SIGPIPE.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -21,12 +24,13 @@ from sandbox_agent.errors import SetupError, UsageError
 DESCRIPTION = (
     "A coding agent whose tool use, test execution and spend are contained and verified "
     "by a trusted controller. Exit codes: 0 success, 1 a finished run that did not "
-    "succeed, 2 a usage or set-up error."
+    "succeed, 2 a usage or set-up error, 130 interrupted. Commands and flags: docs/CLI.md."
 )
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_BROKEN_PIPE = 141
 
 COMMANDS: dict[str, str] = {
     "run": "sandbox_agent.commands.run",
@@ -43,6 +47,12 @@ COMMANDS: dict[str, str] = {
     "view": "sandbox_agent.commands.view",
     "deps": "sandbox_agent.commands.deps",
 }
+
+
+SANDBOX_COMMANDS = frozenset({"run", "eval", "serve", "stress", "preflight"})
+"""Commands that start sandboxes, and so need the runner image recorded in this state
+folder: before them, a new state folder adopts the image Docker already holds under the
+inputs' tag (``hostsetup.runner``), instead of each saying "not built"."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -82,6 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(words[0] if words and words[0] in COMMANDS else "")
     args = parser.parse_args(words)
     try:
+        if args.command in SANDBOX_COMMANDS:
+            _adopt_runner_image()
         code: int = args._run(args)
     except (UsageError, SetupError) as error:
         print(f"sandbox-agent {args.command}: {error}", file=sys.stderr)
@@ -89,7 +101,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"sandbox-agent {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _output_closed()
     return code
+
+
+def _adopt_runner_image() -> None:
+    """Record the runner image Docker holds under the inputs' tag when this state folder
+    has no record for them (a fresh ``SANDBOX_AGENT_HOME``); about 2 ms when it has one.
+    Anything missing is left for the command to report (Docker, or "run 'make image'")."""
+    from sandbox_agent.hostsetup.runner import runner_record
+
+    with contextlib.suppress(SetupError):
+        runner_record()
+
+
+def _output_closed() -> int:
+    """The reader of our standard output went away (``verify --json | head``): nothing
+    more can be said there, so say nothing, and let no later flush raise again."""
+    with open(os.devnull, "wb") as devnull:
+        os.dup2(devnull.fileno(), sys.stdout.fileno())
+    return EXIT_BROKEN_PIPE
 
 
 def console() -> int:
@@ -102,6 +134,10 @@ def console() -> int:
     reach; finalisation still runs (atexit handlers, the standard streams' flush).
     """
     code = main()
+    try:
+        sys.stdout.flush()  # here, where a reader gone away is an exit code, not a traceback
+    except BrokenPipeError:
+        code = _output_closed()
     gc.freeze()
     return code
 

@@ -20,24 +20,44 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     up = sub.add_parser("up", help="start a head and two workers on loopback (make cluster-up)")
-    up.add_argument("--slots", type=int, default=DEFAULT_SLOTS, help="sandbox slots per node")
     up.add_argument(
-        "--runtime", action="append", choices=("runc", "runsc"), help="runtimes (repeat)"
+        "--slots",
+        type=int,
+        default=DEFAULT_SLOTS,
+        help=f"sandbox slots per node (default {DEFAULT_SLOTS})",
+    )
+    up.add_argument(
+        "--runtime",
+        action="append",
+        choices=("runc", "runsc"),
+        help="runtimes, repeated for several (default: runc)",
     )
     sub.add_parser("down", help="stop the cluster 'up' started (make cluster-down)")
     status = sub.add_parser("status", help="every node of a cluster: slots, preflight")
     status.add_argument("--ray", default="auto", metavar="ADDRESS", help="default: auto")
-    status.add_argument("--runtime", choices=("runc", "runsc"), default="runc")
-    status.add_argument("--json", action="store_true")
+    status.add_argument(
+        "--runtime",
+        choices=("runc", "runsc"),
+        default="runc",
+        help="the runtime whose preflight each node reports (default runc)",
+    )
+    status.add_argument("--json", action="store_true", help="print the nodes as JSON")
     node = sub.add_parser("node", help="this machine joins (or heads) a cluster, after preflight")
     where = node.add_mutually_exclusive_group(required=True)
     where.add_argument("--head", action="store_true", help="start the head here")
-    where.add_argument("--address", help="the head's HOST:PORT to join")
-    node.add_argument("--node-ip-address", required=True, help="this node's address")
-    node.add_argument("--port", type=int, default=6379, help="the head's GCS port (--head)")
-    node.add_argument("--slots", type=int, default=DEFAULT_SLOTS, help="sandbox slots")
+    where.add_argument("--address", help="the head's HOST:PORT to join (required unless --head)")
+    node.add_argument("--node-ip-address", required=True, help="this node's address (required)")
     node.add_argument(
-        "--runtime", action="append", choices=("runc", "runsc"), help="runtimes (repeat)"
+        "--port", type=int, default=6379, help="the head's GCS port, with --head (default 6379)"
+    )
+    node.add_argument(
+        "--slots", type=int, default=DEFAULT_SLOTS, help=f"sandbox slots (default {DEFAULT_SLOTS})"
+    )
+    node.add_argument(
+        "--runtime",
+        action="append",
+        choices=("runc", "runsc"),
+        help="runtimes, repeated for several (default: runc)",
     )
 
 

@@ -15,7 +15,13 @@ MAX_FILES_COUNTED = 10_000
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of ``fixtures``."""
-    parser.add_argument("--fixtures-dir", metavar="DIR", type=Path, help="where fixtures live")
+    parser.add_argument(
+        "--fixtures-dir",
+        metavar="DIR",
+        type=Path,
+        help="where fixtures live (default: $SANDBOX_AGENT_FIXTURES, else this checkout's "
+        "fixtures/)",
+    )
     parser.add_argument("--json", action="store_true", help="print the list as JSON")
 
 

@@ -13,7 +13,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``--json``, ``--ledger PATH``, ``--experiment NAME``, ``--expire-stale [--older-than S]``."""
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--ledger", metavar="PATH", help="the ledger file (default: state folder)")
-    parser.add_argument("--experiment", metavar="NAME", help="show only this experiment")
+    parser.add_argument(
+        "--experiment", metavar="NAME", help="show only this experiment (default: all)"
+    )
     parser.add_argument(
         "--expire-stale",
         action="store_true",

@@ -1,4 +1,4 @@
-"""`sandbox-agent model start|stop|status [--json]`: the local model server (DESIGN.md 6).
+"""`sandbox-agent model start|stop|status [--json]`: the local model server (docs/CLI.md).
 
 ``start`` (re)starts it with the given settings; ``stop`` stops it; ``status`` says
 whether it runs and where. ``run --provider local`` starts it when it is not running

@@ -9,7 +9,12 @@ HELP = "check that sandboxes can run here: daemon, image, runtime, a verified pr
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``--runtime runc|runsc`` and ``--json``."""
-    parser.add_argument("--runtime", choices=("runc", "runsc"), default="runc")
+    parser.add_argument(
+        "--runtime",
+        choices=("runc", "runsc"),
+        default="runc",
+        help="the container runtime to check (default runc; runsc is gVisor)",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 

@@ -1,4 +1,4 @@
-"""The real-model flags ``run`` and ``eval`` share (DESIGN.md section 6), parsed once."""
+"""The real-model flags ``run`` and ``eval`` share (docs/CLI.md), parsed once."""
 
 from __future__ import annotations
 
@@ -11,27 +11,74 @@ if TYPE_CHECKING:
 TOOL_PROTOCOLS = ("tools", "required", "json_schema", "text")
 """Kept literal so that building the parser imports nothing heavy (``chat_protocol``)."""
 
+# The spend defaults, kept literal for the same reason; a test checks they equal
+# ``sandbox_agent.ledger.meter``'s named defaults.
+DEFAULT_MAX_COST_USD = 1.00
+DEFAULT_EXPERIMENT_BUDGET_USD = 10.00
+DEFAULT_MAX_CALLS = 60
+DEFAULT_MAX_TOKENS = 2_000_000
+DEFAULT_EXPERIMENT = "default"
+
 
 def add_real_model_arguments(parser: argparse.ArgumentParser) -> None:
     """``--model``, ``--base-url``, prices, cost caps, ledger and request budgets."""
-    real = parser.add_argument_group("real models")
-    real.add_argument("--model", help="the model name")
+    real = parser.add_argument_group("real models (docs/MODELS.md)")
     real.add_argument(
-        "--base-url", help="openai or anthropic: the API's address (a local server's too)"
+        "--model",
+        help="the model name (required with anthropic and openai; local serves its own)",
     )
-    real.add_argument("--max-cost-usd", type=float, metavar="X", help="spend cap of this run")
     real.add_argument(
-        "--experiment-budget-usd", type=float, metavar="X", help="spend cap of the experiment"
+        "--base-url",
+        help="openai or anthropic: the API's address, a local server's too (default: the "
+        "provider's official API)",
     )
-    real.add_argument("--price-per-mtok-in", type=float, metavar="X", help="USD per 1M tokens in")
-    real.add_argument("--price-per-mtok-out", type=float, metavar="X", help="USD per 1M out")
-    real.add_argument("--ledger", metavar="PATH", help="the spend ledger (SQLite)")
     real.add_argument(
-        "--max-calls", type=int, metavar="N", help="model requests of this run, retries included"
+        "--max-cost-usd",
+        type=float,
+        metavar="X",
+        help=f"estimated spend cap of this run (default {DEFAULT_MAX_COST_USD:g})",
     )
-    real.add_argument("--max-tokens", type=int, metavar="N", help="tokens of this run (in + out)")
     real.add_argument(
-        "--experiment", default="default", metavar="NAME", help="ledger experiment to charge"
+        "--experiment-budget-usd",
+        type=float,
+        metavar="X",
+        help=f"estimated spend cap of the experiment, all its runs (default "
+        f"{DEFAULT_EXPERIMENT_BUDGET_USD:g})",
+    )
+    real.add_argument(
+        "--price-per-mtok-in",
+        type=float,
+        metavar="X",
+        help="USD per 1M tokens in (default: the model's row of the dated price table)",
+    )
+    real.add_argument(
+        "--price-per-mtok-out",
+        type=float,
+        metavar="X",
+        help="USD per 1M tokens out (default: the model's row of the dated price table)",
+    )
+    real.add_argument(
+        "--ledger",
+        metavar="PATH",
+        help="the spend ledger, SQLite (default: ledger.sqlite3 in the state folder)",
+    )
+    real.add_argument(
+        "--max-calls",
+        type=int,
+        metavar="N",
+        help=f"model requests of this run, retries included (default {DEFAULT_MAX_CALLS})",
+    )
+    real.add_argument(
+        "--max-tokens",
+        type=int,
+        metavar="N",
+        help=f"tokens of this run, in + out (default {DEFAULT_MAX_TOKENS})",
+    )
+    real.add_argument(
+        "--experiment",
+        default=DEFAULT_EXPERIMENT,
+        metavar="NAME",
+        help=f"ledger experiment to charge (default {DEFAULT_EXPERIMENT})",
     )
     real.add_argument(
         "--tool-protocol",

@@ -17,10 +17,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of ``stress``."""
     from sandbox_agent.stress.runner import DEFAULT_CONCURRENCY, DEFAULT_RUNS
 
-    parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, metavar="N")
-    parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, metavar="K")
-    parser.add_argument("--runtime", choices=("runc", "runsc"), default="runc")
-    parser.add_argument("--seed", type=int, default=0, metavar="S")
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=DEFAULT_RUNS,
+        metavar="N",
+        help=f"sandbox runs in all (default {DEFAULT_RUNS})",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=DEFAULT_CONCURRENCY,
+        metavar="K",
+        help=f"sandboxes at once (default {DEFAULT_CONCURRENCY})",
+    )
+    parser.add_argument(
+        "--runtime",
+        choices=("runc", "runsc"),
+        default="runc",
+        help="the container runtime (default runc; runsc is gVisor)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        metavar="S",
+        help="seed of the mix of workloads, for a repeatable session (default 0)",
+    )
     parser.add_argument(
         "--cpu-load",
         action="store_true",

@@ -49,12 +49,17 @@ def run(args: argparse.Namespace) -> int:
     """Verify and print one line per check, then the first failing event.
 
     Raises:
-        UsageError: RUN_DIR is not a folder, or the public key cannot be read.
+        UsageError: RUN_DIR does not exist or is not a folder, or the public key cannot be read.
     """
     from sandbox_agent.errors import UsageError
     from sandbox_agent.evidence import load_public_key, verify_run
 
     run_dir: Path = args.run_dir
+    if not run_dir.exists():
+        raise UsageError(
+            f"{run_dir} does not exist: pass a run's folder (it holds trace.jsonl) or an "
+            "evaluation's results folder"
+        )
     if not run_dir.is_dir():
         raise UsageError(f"{run_dir} is not a folder; pass the folder that holds trace.jsonl")
     key = load_public_key(args.public_key) if args.public_key else None

@@ -1,5 +1,5 @@
 """`sandbox-agent view [RUN_DIR | RESULTS_DIR] [--port N]`: the run viewer over a folder,
-read-only, on loopback (DESIGN.md section 6, "Viewer")."""
+read-only, on loopback (docs/VIEWER.md)."""
 
 from __future__ import annotations
 
@@ -53,8 +53,8 @@ def run(args: argparse.Namespace) -> int:
     """Check the folder and flags, bind loopback, print the URL on one line, serve.
 
     Raises:
-        UsageError: the folder is not a readable folder, a flag is out of range, or the
-            port is in use.
+        UsageError: the folder does not exist or is not a readable folder, a flag is out
+            of range, or the port is in use.
     """
     import uvicorn
     from pydantic import ValidationError
@@ -65,8 +65,9 @@ def run(args: argparse.Namespace) -> int:
     from sandbox_agent.viewer.settings import ViewSettings
 
     folder: Path = args.folder if args.folder is not None else state_home() / "runs"
-    if not folder.is_dir():
-        raise UsageError(f"{folder} is not a folder: give a run folder or a results folder")
+    refused = folder_problem(folder, given=args.folder is not None)
+    if refused is not None:
+        raise UsageError(refused)
     if not 0 <= args.port < 65536:
         raise UsageError(f"--port {args.port} is not a port number (0-65535; 0: any free port)")
     try:
@@ -87,13 +88,41 @@ def run(args: argparse.Namespace) -> int:
     app = create_view_app(settings)
     listener = _listen(args.port)
     try:
-        port = listener.getsockname()[1]
-        print(f"sandbox-agent view: http://{LOOPBACK}:{port}/ ({folder}, read-only)", flush=True)
+        url = start_url(folder, listener.getsockname()[1])
+        print(f"sandbox-agent view: {url} ({folder}, read-only)", flush=True)
         config = uvicorn.Config(app, log_level="warning", lifespan="on")
         uvicorn.Server(config).run(sockets=[listener])
     finally:
         listener.close()
     return 0
+
+
+def folder_problem(folder: Path, *, given: bool) -> str | None:
+    """Why ``folder`` cannot be viewed, in one line (a missing path is not "not a folder"),
+    or None. ``given``: named on the command line, not the default runs folder."""
+    if not folder.exists():
+        if not given:
+            return (
+                f"no runs here yet: {folder} does not exist; run 'sandbox-agent run' first, "
+                "or give a run folder or a results folder"
+            )
+        return f"{folder} does not exist: give a run folder or a results folder"
+    if not folder.is_dir():
+        return f"{folder} is not a folder: give a run folder or a results folder"
+    return None
+
+
+def start_url(folder: Path, port: int) -> str:
+    """The URL to open: the run itself for a run folder, the evaluation itself for a
+    results folder, else the list of what the folder holds."""
+    from sandbox_agent.viewer.folder import REPORT_FILE, RESULT_FILE, ROOT_KEY, TRACE_FILE
+
+    page = f"http://{LOOPBACK}:{port}/"
+    if (folder / REPORT_FILE).is_file():
+        return f"{page}#/evals/{ROOT_KEY}"
+    if (folder / TRACE_FILE).is_file() or (folder / RESULT_FILE).is_file():
+        return f"{page}#/runs/{ROOT_KEY}"
+    return page
 
 
 def _listen(port: int) -> socket.socket:
