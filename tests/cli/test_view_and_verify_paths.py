@@ -1,4 +1,4 @@
-"""``view`` and ``verify`` on the paths a user gives (issue 30, item 12): a missing path
+"""``view``, ``verify`` and ``deps`` on the paths a user gives (issue 30, item 12): a missing path
 is said not to exist, and ``view RUN_DIR`` opens that run, not a list of one."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ def one_line_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
     return err
 
 
-@pytest.mark.parametrize("command", ["view", "verify"])
+@pytest.mark.parametrize("command", ["view", "verify", "deps"])
 def test_a_missing_path_is_said_not_to_exist(
     command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -28,7 +28,7 @@ def test_a_missing_path_is_said_not_to_exist(
     assert "is not a folder" not in err
 
 
-@pytest.mark.parametrize("command", ["view", "verify"])
+@pytest.mark.parametrize("command", ["view", "verify", "deps"])
 def test_a_file_is_said_not_to_be_a_folder(
     command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

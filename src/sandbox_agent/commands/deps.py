@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     """Prepare the environment of ``args.repo``; print it.
 
     Raises:
-        UsageError: not a folder; ``DependencyError``: the environment cannot be made.
+        UsageError: no such folder; ``DependencyError``: the environment cannot be made.
     """
     import json
 
@@ -35,6 +35,8 @@ def run(args: argparse.Namespace) -> int:
     from sandbox_agent.deps.cli import deps_options_from
     from sandbox_agent.errors import UsageError
 
+    if not args.repo.exists():
+        raise UsageError(f"{args.repo} does not exist; give a repository folder")
     if not args.repo.is_dir():
         raise UsageError(f"{args.repo} is not a folder; give a repository folder")
     try:
