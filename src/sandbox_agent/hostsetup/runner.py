@@ -31,15 +31,19 @@ BUILD_COMMAND = "make image"
 """The build, from the checkout (about 45 s the first time)."""
 MODULE_COMMAND = "python -m sandbox_agent.hostsetup.runner ensure"
 """The same, from any environment the package is installed in."""
+LOOKUP_TIMEOUT_S = 10
+"""One tag lookup; a daemon that does not answer by then is left for the command's own
+check to report."""
 
 
 def tagged_image_id(tag: str) -> str | None:
     """The ID of the image Docker holds under ``tag``; None when it holds none or no daemon
     answers (the caller's message then says what to do)."""
+    import docker
     import docker.errors
 
     try:
-        client = image._docker_client()
+        client = docker.from_env(version=image.DOCKER_API_VERSION, timeout=LOOKUP_TIMEOUT_S)
     except docker.errors.DockerException:
         return None
     try:
