@@ -58,13 +58,18 @@ def test_backoff_grows_is_capped_and_honours_retry_after() -> None:
     assert meter.backoff(1, 10_000.0) == MAX_RETRY_AFTER_SECONDS
 
 
-def test_status_failures_keep_only_the_error_type() -> None:
-    body = {"error": {"type": "rate_limit_error", "message": "key sk-secret was slow"}}
+def test_status_failures_keep_the_type_and_the_redacted_message_on_one_line() -> None:
+    key = "sk-proj-" + "Ab3" * 10
+    body = {"error": {"type": "rate_limit_error", "message": f"key {key}\nwas slow"}}
     failure = status_failure(429, {"retry-after-ms": "250"}, body, key_env="K")
     assert (failure.retryable, failure.retry_after, failure.detail) == (
         True,
         0.25,
-        "HTTP 429 rate_limit_error",
+        "HTTP 429 rate_limit_error: key [REDACTED] was slow",
     )
     odd = status_failure(400, {}, {"error": {"type": "Bad Thing sk-x"}}, key_env="K")
     assert (odd.retryable, odd.detail) == (False, "HTTP 400")
+    long = status_failure(401, {}, {"error": {"message": "x" * 5000}}, key_env="K")
+    assert long.error is not None
+    assert len(long.error.message) <= 300
+    assert long.error.message.endswith("(check K)")

@@ -8,6 +8,7 @@ what was never sent. Streaming is off, as in the providers.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections import deque
@@ -159,3 +160,64 @@ def openai_tool_call(name: str, arguments: str, call_id: str = "call_fake1") -> 
         "type": "function",
         "function": {"name": name, "arguments": arguments},
     }
+
+
+class SilentServer:
+    """Accepts connections on loopback, reads what is sent, and never answers (a model
+    that thinks for ever). ``requests`` counts the requests whose head arrived."""
+
+    def __init__(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._connections: list[socket.socket] = []
+        self._stop = threading.Event()
+        self.requests = 0
+        self.request_seen = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._listener.getsockname()[:2]
+        return f"http://{host}:{port}"
+
+    def _serve(self) -> None:
+        self._listener.settimeout(0.05)
+        while not self._stop.is_set():
+            try:
+                connection, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self._connections.append(connection)
+            threading.Thread(target=self._read, args=(connection,), daemon=True).start()
+
+    def _read(self, connection: socket.socket) -> None:
+        data = b""
+        try:
+            while b"\r\n\r\n" not in data:
+                chunk = connection.recv(65536)
+                if not chunk:
+                    return
+                data += chunk
+        except OSError:
+            return
+        self.requests += 1
+        self.request_seen.set()
+
+    def __enter__(self) -> SilentServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._listener.close()
+        for connection in self._connections:
+            connection.close()
+
+
+def unused_port() -> int:
+    """A loopback port nothing listens on: bound by the OS, then closed."""
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port: int = probe.getsockname()[1]
+    return port

@@ -175,7 +175,7 @@ def test_the_key_never_appears_in_errors(server: FakeModelServer, online: Path) 
         provider(server, online).complete(request())
 
     text = "".join(traceback.format_exception(failed.value)) + repr(failed.value)
-    assert "HTTP 401 authentication_error: check ANTHROPIC_API_KEY" in text
+    assert "HTTP 401 authentication_error: bad key [REDACTED] (check ANTHROPIC_API_KEY)" in text
     assert FAKE_ANTHROPIC_KEY not in text
     assert FAKE_ANTHROPIC_KEY[:20] not in text
 

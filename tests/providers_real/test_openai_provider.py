@@ -182,7 +182,7 @@ def test_the_key_never_appears_in_errors(server: FakeModelServer, online: Path) 
         provider(server, online).complete(request())
 
     text = "".join(traceback.format_exception(failed.value)) + repr(failed.value)
-    assert "HTTP 401 invalid_request_error: check OPENAI_API_KEY" in text
+    assert "HTTP 401 invalid_request_error: key [REDACTED] (check OPENAI_API_KEY)" in text
     assert FAKE_OPENAI_KEY not in text
     assert FAKE_OPENAI_KEY[8:28] not in text
 

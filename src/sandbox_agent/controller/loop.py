@@ -26,6 +26,7 @@ from sandbox_agent.controller.parse import claimed_tool, denial_kind, parse_turn
 from sandbox_agent.controller.status import LoopEnd
 from sandbox_agent.errors import BudgetExhausted, InfrastructureError, ModelServerGone, ToolDenied
 from sandbox_agent.providers.base import Exchange, KnowsItsContext, ModelRequest, Provider
+from sandbox_agent.providers.errors import ProviderError, describe
 from sandbox_agent.sandbox.base import CancelToken, SandboxBackend
 from sandbox_agent.trace import TraceWriter, summarise_exception
 
@@ -47,6 +48,8 @@ class LoopState:
     model: str = ""
     candidates: list[CandidateRecord] = field(default_factory=list)
     """``repair``: every candidate tried (``controller.repair_loop``)."""
+    provider_error: ProviderError | None = None
+    """What failed when the run ends on a provider failure (``_provider_failed``)."""
 
 
 @dataclass
@@ -217,20 +220,27 @@ def _provider_failed(
     trace: TraceWriter,
     cancel: CancelToken,
 ) -> LoopStop:
-    """Record a provider's failure; the loop's end it makes."""
-    diagnostics = error.diagnostics if isinstance(error, ModelServerGone) else None
-    trace.emit(
-        "provider_error",
-        error=summarise_exception(error),
-        **({"diagnostics": diagnostics} if diagnostics else {}),
-    )
-    # A provider gives up at the run's deadline: that is the wall clock, not a failure.
+    """Record a provider's failure; the loop's end it makes.
+
+    A request cut by cancellation or by the run's wall clock is not a provider failure:
+    it is recorded as ``request_stopped`` and the run ends ``CANCELLED`` or ``TIMEOUT``.
+    """
+    record = describe(error)
     if (stop := check_budgets(config, state, cancel)) is not None and stop.end in (
         "cancelled",
         "timeout",
     ):
+        trace.emit("request_stopped", why=stop.end, message=record.line())
         return stop
-    return LoopStop("provider_error", f"the provider failed: {type(error).__name__}")
+    diagnostics = error.diagnostics if isinstance(error, ModelServerGone) else None
+    state.provider_error = record
+    trace.emit(
+        "provider_error",
+        error=summarise_exception(error),
+        provider_error=record.model_dump(),
+        **({"diagnostics": diagnostics} if diagnostics else {}),
+    )
+    return LoopStop("provider_error", f"the provider failed: {record.line()}")
 
 
 def _context_fitter(provider: Provider) -> ContextFitter | None:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sandbox_agent.deps.models import DepsOptions, Package
 from sandbox_agent.providers.base import ProviderOptions
+from sandbox_agent.providers.errors import ProviderError
 from sandbox_agent.sandbox.base import Runtime, SandboxLimits
 from sandbox_agent.tools.contracts import TOOL_NAMES, ToolName
 from sandbox_agent.workspace.diff import DiffLimits
@@ -252,3 +253,6 @@ class RunResult(BaseModel):
     strategy: Strategy = "tools"
     candidates: list[CandidateRecord] = Field(default_factory=list)
     """``repair``: every candidate tried, in order (empty for ``tools``)."""
+    provider_error: ProviderError | None = None
+    """A run that ended on a provider failure: what failed (``kind``, ``http_status``,
+    ``type``, ``message``: bounded, redacted); None otherwise."""

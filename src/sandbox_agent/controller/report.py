@@ -17,6 +17,9 @@ def render(result: RunResult) -> str:
         f"{used.policy_denials} denials, {used.invalid_outputs} invalid outputs, "
         f"{used.wall_seconds:.2f} s",
     ]
+    if result.provider_error is not None:
+        error = result.provider_error
+        lines.append(f"provider error: {error.line()}  [{error.kind}]")
     tests = result.final_tests
     lines.append(
         "final tests:   none"

@@ -33,6 +33,7 @@ from sandbox_agent.controller.status import Evidence, FinalTestEvidence, compute
 from sandbox_agent.errors import InfrastructureError, UsageError
 from sandbox_agent.providers import create_provider
 from sandbox_agent.providers.base import KnowsItsPlan, Provider
+from sandbox_agent.providers.errors import ProviderError
 from sandbox_agent.sandbox.base import CancelToken, SandboxBackend, SandboxResult
 from sandbox_agent.settings import state_home
 from sandbox_agent.trace import Redactor, TraceWriter, summarise_exception
@@ -307,6 +308,9 @@ class RunSession:
             environment=None
             if self.environment is None
             else RunEnvironment.model_validate(self.environment.summary()),
+            provider_error=None
+            if state.provider_error is None
+            else ProviderError.model_validate(redact.value(state.provider_error.model_dump())),
         )
 
     def _close(

@@ -6,6 +6,10 @@ status is settled at zero (the APIs do not bill a refused request); one that tim
 out or lost its connection is settled at its reserved worst case, since the server
 may have done (and billed) the work. An attempt interrupted by a signal is left
 reserved, and keeps counting until settled or expired.
+
+A request that fails for good raises ``ProviderFailed`` with what failed
+(``providers.errors.ProviderError``); each retry is announced before its wait
+(``Meter.on_retry``), and a run's cancellation ends the retries (``Meter.stopped``).
 """
 
 from __future__ import annotations
@@ -13,7 +17,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import re
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -24,6 +27,15 @@ from sandbox_agent.errors import InfrastructureError, UsageError
 from sandbox_agent.ledger.prices import Price, cost_micros
 from sandbox_agent.ledger.store import MICROS_PER_USD, Outcome, SpendLedger, SpendLimits
 from sandbox_agent.providers.base import ProviderOptions, Usage
+from sandbox_agent.providers.errors import (
+    ProviderError,
+    ProviderFailed,
+    RetryNotice,
+    connection_error,
+    http_status_error,
+    refused_connection,
+    unreadable_error,
+)
 
 DEFAULT_MAX_COST_USD = 1.00
 """``--max-cost-usd``: estimated spend of one run."""
@@ -58,6 +70,12 @@ class Failure(NamedTuple):
     maybe_billed: bool
     retry_after: float | None
     detail: str
+    error: ProviderError | None = None
+    """What failed, for the trace and the result; ``detail`` as an ``other`` error when None."""
+
+    def provider_error(self) -> ProviderError:
+        """``error``, or ``detail`` as an error of kind ``other``."""
+        return self.error or ProviderError(kind="other", message=self.detail)
 
 
 class UnreadableAnswer(InfrastructureError):
@@ -142,8 +160,12 @@ class Meter:
     run_id: str = ""
     """The run the requests count against; a fresh id when empty."""
     max_retries: int = DEFAULT_MAX_RETRIES
-    sleep: Callable[[float], None] = time.sleep
+    sleep: Callable[[float], object] = time.sleep
     jitter: Callable[[], float] = random.random
+    on_retry: Callable[[RetryNotice], None] | None = None
+    """Told of each retry before its wait (the run's trace, so a user sees it)."""
+    stopped: Callable[[], bool] = lambda: False
+    """True once the run is cancelled: no retry is sent after that."""
 
     def __post_init__(self) -> None:
         self.run_id = self.run_id or uuid.uuid4().hex
@@ -178,7 +200,8 @@ class Meter:
 
         Raises:
             BudgetExhausted: a reservation (first attempt or retry) would exceed a budget.
-            InfrastructureError: the request failed for good; the message names no secret.
+            ProviderFailed: the request failed for good (an ``InfrastructureError``); its
+                ``error`` says what failed, and the message names no secret.
         """
         worst = TokenCounts(input_tokens, max_output_tokens)
         worst_micros = cost_micros(self.price, *worst)
@@ -196,9 +219,9 @@ class Meter:
             try:
                 response = send()
             except Exception as error:
-                failure = (
-                    unreadable_answer() if isinstance(error, UnreadableAnswer) else classify(error)
-                )
+                failure = classify(error)
+                if failure is None and isinstance(error, UnreadableAnswer):
+                    failure = unreadable_answer()
                 billed = failure is None or failure.maybe_billed
                 spent = worst if billed else TokenCounts(0, 0)
                 self.ledger.settle(
@@ -210,15 +233,7 @@ class Meter:
                 )
                 if failure is None:
                     raise
-                wait = self.backoff(attempt, failure.retry_after)
-                late = deadline is not None and time.monotonic() + wait >= deadline
-                if not failure.retryable or attempt > self.max_retries or late:
-                    # from None: the SDK error carries the request, headers included.
-                    raise InfrastructureError(
-                        f"{self.provider} API: {failure.detail} "
-                        f"(gave up after {attempt} attempt(s))"
-                    ) from None
-                self.sleep(wait)
+                self._wait_to_retry(failure, attempt, deadline)
                 continue
             used = usage_of(response) or worst
             micros = cost_micros(self.price, *used)
@@ -236,6 +251,25 @@ class Meter:
             )
             return Metered(response, usage, attempt)
 
+    def _wait_to_retry(self, failure: Failure, attempt: int, deadline: float | None) -> None:
+        """Announce the retry of a failed attempt and wait for it; or give up.
+
+        Raises:
+            ProviderFailed: the failure is final, the retries are spent, the wait would pass
+                the run's deadline, or the run was cancelled.
+        """
+        error = failure.provider_error()
+        wait = self.backoff(attempt, failure.retry_after)
+        late = deadline is not None and time.monotonic() + wait >= deadline
+        if not failure.retryable or attempt > self.max_retries or late or self.stopped():
+            # from None: the SDK error carries the request, headers included.
+            raise ProviderFailed(self.provider, error, attempt) from None
+        if self.on_retry is not None:
+            self.on_retry(RetryNotice(attempt, self.max_retries, wait, error))
+        self.sleep(wait)
+        if self.stopped():
+            raise ProviderFailed(self.provider, error, attempt) from None
+
 
 def parse_retry_after(value: str | None) -> float | None:
     """Seconds from a ``retry-after`` header (seconds form only), None when absent or unreadable."""
@@ -249,44 +283,48 @@ def parse_retry_after(value: str | None) -> float | None:
 
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
-_SAFE_ERROR_TYPE = re.compile(r"[a-z_]{1,64}\Z")
 
 
 def status_failure(
     status: int, headers: Mapping[str, str], body: object, *, key_env: str
 ) -> Failure:
-    """Classify an HTTP error answer. Only the status and the API's error *type* are kept:
-    error messages can echo parts of the request or of the key."""
-    error_type = ""
-    inner = body.get("error", body) if isinstance(body, dict) else None
-    if isinstance(inner, dict) and isinstance(inner.get("type"), str):
-        error_type = inner["type"] if _SAFE_ERROR_TYPE.match(inner["type"]) else ""
-    detail = f"HTTP {status}" + (f" {error_type}" if error_type else "")
-    if status in (401, 403):
-        detail += f": check {key_env}"
-    elif status == 404:
-        detail += ": check --model and --base-url"
+    """Classify an HTTP error answer: its status, the API's error type and its message
+    (redacted of secrets and cut to one line: messages can echo parts of the request)."""
+    error = http_status_error(status, body, key_env=key_env)
+    detail = error.line()
     retry_after = parse_retry_after(headers.get("retry-after"))
     retry_after_ms = parse_retry_after(headers.get("retry-after-ms"))
     if retry_after_ms is not None:
         retry_after = retry_after_ms / 1000
     if status == 429:
-        return Failure("rate_limited", True, False, retry_after, detail)
+        return Failure("rate_limited", True, False, retry_after, detail, error)
     if status >= 500 or status in RETRYABLE_STATUSES:
-        return Failure("server_error", True, False, retry_after, detail)
-    return Failure("refused", False, False, None, detail)
+        return Failure("server_error", True, False, retry_after, detail, error)
+    return Failure("refused", False, False, None, detail, error)
 
 
-def transport_failure(*, timed_out: bool) -> Failure:
-    """A request that got no HTTP answer: it may still have been processed and billed."""
-    if timed_out:
-        return Failure("timeout", True, True, None, "request timed out")
-    return Failure("failed", True, True, None, "connection failed")
+def transport_failure(*, timed_out: bool, cause: BaseException | None = None) -> Failure:
+    """A request that got no HTTP answer: it may still have been processed and billed.
+
+    Retried, except a refused or unresolvable connection (``refused_connection``): nothing
+    listens there, and retrying would only hide that for seconds; nor is it billed.
+    """
+    if cause is not None:
+        error = connection_error(cause, timed_out=timed_out)
+    elif timed_out:
+        error = ProviderError(kind="timeout", message="request timed out")
+    else:
+        error = ProviderError(kind="connection", message="connection failed")
+    # Refused: no connection was made, so nothing was processed or billed either.
+    refused = cause is not None and refused_connection(cause)
+    outcome: Outcome = "timeout" if timed_out else "failed"
+    return Failure(outcome, not refused, not refused, None, error.line(), error)
 
 
-def unreadable_answer() -> Failure:
+def unreadable_answer(seen: str | None = None) -> Failure:
     """An answer the SDK could not read: not retried, settled at the worst case."""
-    return Failure("failed", False, True, None, "the API's answer could not be read")
+    error = unreadable_error(seen)
+    return Failure("failed", False, True, None, error.line(), error)
 
 
 def token_counts(input_tokens: object, output_tokens: object) -> TokenCounts | None:

@@ -105,7 +105,9 @@ def classify(error: Exception) -> Failure | None:
         headers = dict(error.response.headers)
         return status_failure(error.status_code, headers, error.body, key_env=KEY_ENV["anthropic"])
     if isinstance(error, anthropic.APIConnectionError):
-        return transport_failure(timed_out=isinstance(error, anthropic.APITimeoutError))
+        return transport_failure(
+            timed_out=isinstance(error, anthropic.APITimeoutError), cause=error
+        )
     if isinstance(error, anthropic.APIError):
         return unreadable_answer()
     return None
@@ -180,7 +182,7 @@ class AnthropicProvider(Provider):
             params,
             model=self._model,
             max_output_tokens=cap,
-            classify=lambda error: bounded_failure(error) or classify(error),
+            classify=lambda error: bounded_failure(error, self._transport) or classify(error),
             deadline=request.deadline,
         )
 

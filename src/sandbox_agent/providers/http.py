@@ -18,7 +18,8 @@ from collections.abc import Iterator
 import httpx2
 from typing_extensions import override
 
-from sandbox_agent.ledger.meter import Failure, unreadable_answer
+from sandbox_agent.ledger.meter import Failure, UnreadableAnswer, unreadable_answer
+from sandbox_agent.providers.errors import ProviderError, snippet
 
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 """One model answer; real ones are a few KiB (output tokens are capped per request)."""
@@ -32,6 +33,26 @@ class ResponseTooLarge(httpx2.TransportError):
 
 class RunDeadlinePassed(httpx2.TimeoutException):
     """The run's wall clock ran out during the request."""
+
+
+SEEN_BYTES = 256
+"""The first bytes of each answer kept, to say what an unreadable answer was."""
+
+
+class AnswerSeen:
+    """The last answer's head and first bytes: what an unreadable answer looked like."""
+
+    def __init__(self, request: httpx2.Request, response: httpx2.Response) -> None:
+        url = request.url
+        self.where = f"{url.host}:{url.port or (443 if url.scheme == 'https' else 80)}"
+        self.status = response.status_code
+        self.content_type = response.headers.get("content-type", "")
+        self.head = b""
+
+    def describe(self) -> str:
+        """One line: status, origin, content type and the body's first characters."""
+        kind = self.content_type[:60] or "no content type"
+        return f"HTTP {self.status} from {self.where}, {kind}, body {snippet(self.head)}"
 
 
 class BoundedTransport(httpx2.HTTPTransport):
@@ -48,6 +69,8 @@ class BoundedTransport(httpx2.HTTPTransport):
         self.total_seconds = total_seconds
         self.run_deadline: float | None = None
         """``time.monotonic()`` value at which the run's wall clock runs out; set per turn."""
+        self.seen: AnswerSeen | None = None
+        """The last answer's head and first bytes."""
 
     def _deadline(self) -> tuple[float, bool]:
         own = time.monotonic() + self.total_seconds
@@ -66,14 +89,18 @@ class BoundedTransport(httpx2.HTTPTransport):
             current = timeouts.get(name)
             timeouts[name] = remaining if current is None else min(current, remaining)
         request.extensions["timeout"] = timeouts
+        self.seen = None
         response = super().handle_request(request)
+        self.seen = seen = AnswerSeen(request, response)
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self.max_bytes:
             response.close()
             raise ResponseTooLarge(f"answer over {self.max_bytes} bytes", request=request)
         inner = response.stream
         assert isinstance(inner, httpx2.SyncByteStream)  # noqa: S101 - an HTTPTransport's
-        response.stream = _BoundedStream(inner, request, deadline, is_run, self.max_bytes)
+        response.stream = _BoundedStream(
+            inner, request, deadline, is_run, self.max_bytes, seen=seen
+        )
         return response
 
 
@@ -85,17 +112,22 @@ class _BoundedStream(httpx2.SyncByteStream):
         deadline: float,
         is_run: bool,
         max_bytes: int,
+        *,
+        seen: AnswerSeen,
     ) -> None:
         self._inner = inner
         self._request = request
         self._deadline = deadline
         self._is_run = is_run
         self._max_bytes = max_bytes
+        self._seen = seen
 
     @override
     def __iter__(self) -> Iterator[bytes]:
         seen = 0
         for chunk in self._inner:
+            if len(self._seen.head) < SEEN_BYTES:
+                self._seen.head += chunk[: SEEN_BYTES - len(self._seen.head)]
             seen += len(chunk)
             if seen > self._max_bytes:
                 raise ResponseTooLarge(
@@ -128,16 +160,20 @@ UNDECODABLE_BODY = (ValueError, RecursionError)
 than the decoder's recursion limit."""
 
 
-def bounded_failure(error: Exception) -> Failure | None:
+def bounded_failure(error: Exception, transport: BoundedTransport | None = None) -> Failure | None:
     """How an SDK error caused by this client's bounds, or by a body the SDK cannot
-    decode, is settled: not retried; None for any other error."""
-    if isinstance(error, UNDECODABLE_BODY):
-        return unreadable_answer()
+    decode, is settled: not retried; None for any other error. ``transport`` (the one the
+    request went through) says what an unreadable answer looked like."""
+    if isinstance(error, (*UNDECODABLE_BODY, UnreadableAnswer)):
+        seen = transport.seen if transport is not None else None
+        return unreadable_answer(seen.describe() if seen is not None else None)
     cause = error.__cause__ or error.__context__
     if isinstance(cause, ResponseTooLarge):
-        return Failure(
-            "failed", False, True, None, f"the answer was over {MAX_RESPONSE_BYTES} bytes"
-        )
+        message = f"the answer was over {MAX_RESPONSE_BYTES} bytes"
+        error_ = ProviderError(kind="answer_too_large", message=message)
+        return Failure("failed", False, True, None, message, error_)
     if isinstance(cause, RunDeadlinePassed):
-        return Failure("timeout", False, True, None, "the run's wall clock ran out")
+        message = "the run's wall clock ran out"
+        error_ = ProviderError(kind="timeout", message=message)
+        return Failure("timeout", False, True, None, message, error_)
     return None

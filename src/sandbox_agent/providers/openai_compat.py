@@ -92,7 +92,7 @@ def classify(error: Exception) -> Failure | None:
         headers = dict(error.response.headers)
         return status_failure(error.status_code, headers, error.body, key_env=KEY_ENV["openai"])
     if isinstance(error, openai.APIConnectionError):
-        return transport_failure(timed_out=isinstance(error, openai.APITimeoutError))
+        return transport_failure(timed_out=isinstance(error, openai.APITimeoutError), cause=error)
     if isinstance(error, openai.APIError):
         return unreadable_answer()
     return None
@@ -205,7 +205,7 @@ class OpenAICompatProvider(Provider):
             params,
             model=self._model,
             max_output_tokens=cap,
-            classify=self._classify,
+            classify=lambda error: bounded_failure(error, self._transport) or self._classify(error),
             deadline=request.deadline,
         )
 

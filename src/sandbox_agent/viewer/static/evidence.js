@@ -58,6 +58,7 @@ export function renderVerdicts(list, result, heldout) {
     fact(list, "sha256 before", str(fixture.sha256_before), "hash");
     fact(list, "sha256 after", str(fixture.sha256_after), "hash");
   }
+  if (isObject(result.provider_error)) fact(list, "Provider error", fmt.providerError(result.provider_error), "bad");
   const final = isObject(result.final_tests) ? result.final_tests : null;
   if (final) {
     const verdict = (final.passed === true ? "passed" : "not passed") + " · " +

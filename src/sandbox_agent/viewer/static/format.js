@@ -122,3 +122,17 @@ export function describe(value, depth = 0) {
   }
   return String(value);
 }
+
+// A provider failure ({kind, http_status, type, message}; bounded and redacted by the
+// controller) as one line: "HTTP 401 authentication_error: invalid x-api-key (check ...)".
+export function providerError(error) {
+  if (error === null || typeof error !== "object") return "";
+  const message = typeof error.message === "string" ? error.message : "";
+  const type = typeof error.type === "string" ? error.type : "";
+  const kind = typeof error.kind === "string" ? error.kind : "";
+  if (kind === "http_status" && isNumber(error.http_status)) {
+    const head = ["HTTP " + error.http_status, type].filter(Boolean).join(" ");
+    return message ? head + ": " + message : head;
+  }
+  return [message || MISSING, kind ? "(" + kind.replace(/_/g, " ") + ")" : ""].filter(Boolean).join(" ");
+}

@@ -366,6 +366,7 @@ function renderInvalid(event) {
 }
 
 function errorText(event) {
+  if (isObject(event.provider_error)) return fmt.providerError(event.provider_error);
   const error = isObject(event.error) ? event.error : {};
   return [str(error.type) || "an error", fmt.isNumber(error.message_chars) ? "(" + fmt.count(error.message_chars, "character") + " of message, not kept in the trace)" : ""].filter(Boolean).join(" ");
 }
@@ -397,6 +398,12 @@ function renderEnd(item) {
 
 const NOTES = {
   infrastructure_error: (event) => "Our side failed: " + errorText(event),
+  request_stopped: (event) => "The model request in flight was stopped (" +
+    (str(event.why) === "cancelled" ? "the run was cancelled" : "the run's wall clock ran out") +
+    "); it is not a provider failure. " + str(event.message),
+  provider_retry: (event) => "The model request failed and is sent again: " +
+    fmt.providerError(event.provider_error) + " (retry " + fmt.describe(event.attempt) + " of " +
+    fmt.describe(event.retries) + ", after " + fmt.seconds(event.wait_seconds) + ")",
   prestart_cleanup: (event) => "Sandboxes made ahead could not all be removed (left to the reaper): " + fmt.describe(event.failures),
   unreadable_line: (event) => "Trace line " + fmt.describe(event.line) + " could not be read: " + fmt.describe(event.why),
   events_truncated: (event) => "The service kept the first " + fmt.describe(event.limit) + " events of this run.",
