@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from service_harness import LiveServer
+
 from sandbox_agent.controller.models import RunConfig, RunResult
 from sandbox_agent.sandbox.base import CancelToken
 from sandbox_agent.service.executor import RunManager
@@ -97,3 +99,73 @@ def test_the_token_bucket_refills_at_its_rate() -> None:
     assert limiter.acquire("a", now=0.5) == 0.0
     assert retry_after_header(0.2) == "1"
     assert retry_after_header(2.1) == "3"
+
+
+OLD_SCHEMA = """
+CREATE TABLE runs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    status TEXT NOT NULL,
+    reason TEXT NOT NULL DEFAULT '',
+    fixture TEXT NOT NULL,
+    task TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    plan_json TEXT,
+    submitted_at REAL NOT NULL,
+    started_at REAL,
+    finished_at REAL,
+    result_json TEXT
+);
+CREATE INDEX runs_status ON runs (status);
+CREATE TABLE events (
+    run_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    event_json TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+"""
+"""The schema of the first release (before strategies, repositories and budgets)."""
+
+
+def test_a_database_made_by_the_old_schema_opens_and_its_runs_still_read(
+    make_settings: Callable[..., ServiceSettings], start_server: Callable[..., LiveServer]
+) -> None:
+    import sqlite3
+
+    from service_harness import wait_finished
+
+    settings = make_settings()
+    old = FakeRunFunction()._result(
+        RunConfig(task="t", fixture="paginator", run_id="c" * 32), "SUCCEEDED", "ok", [], "d"
+    )
+    result_json = json.loads(old.model_dump_json())
+    for added in ("strategy", "candidates", "node", "environment"):
+        result_json.pop(added)  # what an older controller wrote
+    db = sqlite3.connect(settings.db_path)
+    db.executescript(OLD_SCHEMA)
+    db.execute(
+        "INSERT INTO runs (id, status, reason, fixture, task, provider, plan_json, submitted_at,"
+        " started_at, finished_at, result_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        ("c" * 32, "SUCCEEDED", "ok", "paginator", "t", "scripted", None, 1.0, 2.0, 3.0,
+         json.dumps(result_json)),
+    )  # fmt: skip
+    db.execute("INSERT INTO events VALUES (?, 1, ?)", ("c" * 32, '{"event": "run_started"}'))
+    db.commit()
+    db.close()
+
+    server = start_server(settings, FakeRunFunction())
+    with server.client() as client:
+        run = client.get(f"/runs/{'c' * 32}").json()
+        assert (run["status"], run["fixture_name"], run["diff"]) == ("SUCCEEDED", "paginator", "d")
+        assert (run["strategy"], run["repo"], run["budgets"], run["repair"]) == (
+            "tools", None, None, None
+        )  # fmt: skip
+        listed = client.get("/runs").json()["runs"]
+        assert [(r["id"], r["strategy"]) for r in listed] == [("c" * 32, "tools")]
+        assert client.get(f"/runs/{'c' * 32}/trace").text == '{"event": "run_started"}\n'
+        new = client.post("/runs", json={"fixture": "paginator", "task": "again"}).json()["id"]
+        assert wait_finished(client, new)["budgets"]["max_iterations"] == 20
+    columns = [
+        row[1] for row in sqlite3.connect(settings.db_path).execute("PRAGMA table_info(runs)")
+    ]
+    assert columns[-4:] == ["strategy", "repo", "budgets_json", "repair_json"]

@@ -14,61 +14,76 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``serve`` flags; every default is a named constant of ``service.settings``."""
     from sandbox_agent.service import settings as defaults
 
-    parser.add_argument("--host", default=defaults.DEFAULT_HOST, help="address to bind")
+    parser.add_argument(
+        "--host", default=defaults.DEFAULT_HOST, help="address to bind (default %(default)s)"
+    )
     parser.add_argument(
         "--port",
         type=int,
         default=defaults.DEFAULT_PORT,
-        help="port to bind (0: any free port, printed)",
+        help="port to bind (0: any free port, printed; default %(default)s)",
     )
     parser.add_argument(
         "--token-file",
         type=Path,
+        metavar="PATH",
         help="bearer token file (made, mode 0600, at first start); "
-        "required to bind a non-loopback address",
+        "required to bind a non-loopback address (default: $STATE/service/token)",
     )
-    parser.add_argument("--db", type=Path, help="SQLite database of runs")
-    parser.add_argument("--max-concurrent", type=int, help="runs at once (default: cores)")
+    parser.add_argument(
+        "--db",
+        type=Path,
+        metavar="PATH",
+        help="SQLite database of runs (default: $STATE/service/runs.sqlite3)",
+    )
+    parser.add_argument(
+        "--max-concurrent", type=int, metavar="N", help="runs at once (default: cores)"
+    )
     parser.add_argument(
         "--max-queue",
         type=int,
         default=defaults.DEFAULT_MAX_QUEUE,
-        help="runs waiting beyond --max-concurrent before 429",
+        metavar="N",
+        help="runs waiting beyond --max-concurrent before 429 (default %(default)s)",
     )
     parser.add_argument(
         "--head-timeout",
         type=float,
         default=defaults.DEFAULT_HEAD_TIMEOUT_S,
         metavar="SECONDS",
-        help="close a connection that has not sent a whole request head by then",
+        help="close a connection that has not sent a whole request head by then "
+        "(default %(default)s)",
     )
     parser.add_argument(
         "--body-timeout",
         type=float,
         default=defaults.DEFAULT_BODY_TIMEOUT_S,
         metavar="SECONDS",
-        help="close a connection whose request body has not all arrived this long after its head",
+        help="close a connection whose request body has not all arrived this long after its "
+        "head (default %(default)s)",
     )
     parser.add_argument(
         "--send-timeout",
         type=float,
         default=defaults.DEFAULT_SEND_TIMEOUT_S,
         metavar="SECONDS",
-        help="cut a connection that has taken none of its answer for this long",
+        help="cut a connection that has taken none of its answer for this long "
+        "(default %(default)s)",
     )
     parser.add_argument(
         "--max-connections",
         type=int,
         default=defaults.DEFAULT_MAX_CONNECTIONS,
         metavar="N",
-        help="connections open at once; one more is answered 503 and closed",
+        help="connections open at once; one more is answered 503 and closed (default %(default)s)",
     )
     parser.add_argument(
         "--stop-timeout",
         type=float,
         default=defaults.DEFAULT_STOP_TIMEOUT_S,
         metavar="SECONDS",
-        help="on SIGTERM/SIGINT: runs are cancelled at once; the process ends within this",
+        help="on SIGTERM/SIGINT: runs are cancelled at once; the process ends within this "
+        "(default %(default)s)",
     )
     parser.add_argument(
         "--trusted-proxy",
@@ -77,9 +92,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="ADDRESS",
         help="believe X-Forwarded-For from this address (repeat); default: from none",
     )
-    parser.add_argument("--fixtures-dir", type=Path, help="the folder of named fixtures")
     parser.add_argument(
-        "--runtime", choices=("runc", "runsc"), default="runc", help="sandbox runtime"
+        "--fixtures-dir",
+        type=Path,
+        metavar="DIR",
+        help="the folder of named fixtures (default: the project's fixtures/)",
+    )
+    parser.add_argument(
+        "--repo-root",
+        action="append",
+        dest="repo_roots",
+        type=Path,
+        metavar="DIR",
+        help="let a run request name a folder under DIR by path (repo: PATH; repeat for "
+        "more roots); DIR must be its own real path and hold none of the service's state; "
+        "default: none, fixtures only",
+    )
+    parser.add_argument(
+        "--runtime",
+        choices=("runc", "runsc"),
+        default="runc",
+        help="sandbox runtime (default %(default)s)",
     )
     parser.add_argument(
         "--ray",
@@ -88,13 +121,76 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run the queued runs on a Ray cluster (auto, ray://HOST:PORT or HOST:PORT); "
         "--max-concurrent defaults to the cluster's sandbox slots",
     )
+    real = ", ".join(defaults.REAL_PROVIDERS)
     parser.add_argument(
         "--provider",
         action="append",
         dest="providers",
         metavar="NAME",
-        help="a provider clients may use (repeat); default: the simulated ones",
+        help=f"a provider clients may use (repeat; the first real one is the default of a "
+        f"request and of the page); real: {real}; default: the simulated "
+        f"{', '.join(defaults.DEFAULT_PROVIDERS)}",
     )
+    _add_maxima(parser)
+
+
+def _add_maxima(parser: argparse.ArgumentParser) -> None:
+    """The most one run request may ask for; a request over one is refused naming it."""
+    from sandbox_agent.service import settings as defaults
+
+    group = parser.add_argument_group(
+        "run maxima (a request's budgets and repair options; absent ones get the run's "
+        "defaults, capped by these)"
+    )
+    maxima: list[tuple[str, type, object, str, str]] = [
+        ("--max-run-iterations", int, defaults.DEFAULT_MAX_RUN_ITERATIONS, "N", "model turns"),
+        ("--max-run-tool-calls", int, defaults.DEFAULT_MAX_RUN_TOOL_CALLS, "N", "tool calls"),
+        (
+            "--max-run-wall-seconds",
+            float,
+            defaults.DEFAULT_MAX_RUN_WALL_SECONDS,
+            "SECONDS",
+            "wall clock of one run",
+        ),
+        ("--max-run-denials", int, defaults.DEFAULT_MAX_RUN_DENIALS, "N", "policy denials"),
+        (
+            "--max-run-invalid-outputs",
+            int,
+            defaults.DEFAULT_MAX_RUN_INVALID_OUTPUTS,
+            "N",
+            "invalid model outputs",
+        ),
+        (
+            "--max-run-candidates",
+            int,
+            defaults.DEFAULT_MAX_RUN_CANDIDATES,
+            "N",
+            "repair: first-round candidates",
+        ),
+        ("--max-run-rounds", int, defaults.DEFAULT_MAX_RUN_ROUNDS, "R", "repair: rounds"),
+        (
+            "--max-run-round-candidates",
+            int,
+            defaults.DEFAULT_MAX_RUN_ROUND_CANDIDATES,
+            "M",
+            "repair: candidates per later round",
+        ),
+        (
+            "--max-run-candidate-tokens",
+            int,
+            defaults.DEFAULT_MAX_RUN_CANDIDATE_TOKENS,
+            "K",
+            "repair: reply cap of one candidate",
+        ),
+    ]
+    for flag, kind, default, metavar, what in maxima:
+        group.add_argument(
+            flag,
+            type=kind,
+            default=default,
+            metavar=metavar,
+            help=f"the most a request may ask for: {what} (default %(default)s)",
+        )
 
 
 PRIVATE_UMASK = 0o077
@@ -106,6 +202,8 @@ _FLAGS = {
     "send_timeout_s": "--send-timeout",
     "stop_timeout_s": "--stop-timeout",
     "trusted_proxies": "--trusted-proxy",
+    "providers": "--provider",
+    "repo_roots": "--repo-root",
 }
 
 
@@ -147,8 +245,9 @@ def _serve(args: argparse.Namespace, listener: socket.socket) -> int:
     from sandbox_agent.errors import SetupError, UsageError
     from sandbox_agent.service import ServiceSettings, create_app
     from sandbox_agent.service.auth import load_or_create_token
+    from sandbox_agent.service.repos import check_root
     from sandbox_agent.service.server import build_server
-    from sandbox_agent.service.settings import service_home
+    from sandbox_agent.service.settings import MAXIMUM_FLAGS, service_home
     from sandbox_agent.service.store import RunStore
 
     token_path: Path = args.token_file or service_home() / "token"
@@ -169,16 +268,22 @@ def _serve(args: argparse.Namespace, listener: socket.socket) -> int:
         "trusted_proxies": tuple(args.trusted_proxies) if args.trusted_proxies else None,
         "runtime": args.runtime,
         "providers": tuple(args.providers) if args.providers else None,
+        "repo_roots": tuple(args.repo_roots) if args.repo_roots else None,
+        **{field: getattr(args, field) for field in MAXIMUM_FLAGS},
     }
     try:
         settings = ServiceSettings(
             token=token.token, **{key: value for key, value in chosen.items() if value is not None}
         )
+        for root in settings.repo_roots:  # the token may be kept outside the state folder
+            check_root(root, (), (token_path,))
     except ValidationError as error:
         problem = error.errors()[0]
-        field = str(problem["loc"][0])
+        field = str(problem["loc"][0]) if problem["loc"] else "repo_roots"
         flag = _FLAGS.get(field, "--" + field.replace("_", "-"))
-        raise UsageError(f"{flag}: {problem['msg']}") from None
+        raise UsageError(f"{flag}: {_message(problem['msg'])}") from None
+    except ValueError as error:
+        raise UsageError(f"--repo-root: {error}") from None
     os.umask(PRIVATE_UMASK)
     # One server per database: refuse here, in one line, before the URL is printed. The
     # app's own store takes the lock again for the server's lifetime.
@@ -217,6 +322,11 @@ def _serve(args: argparse.Namespace, listener: socket.socket) -> int:
     print(f"sandbox-agent serve: http://{shown}:{port}/ (token in {token_path})", flush=True)
     build_server(create_app(settings), settings, log_level="info").run(sockets=[listener])
     return 0
+
+
+def _message(text: str) -> str:
+    """Pydantic's message without its ``Value error, `` prefix."""
+    return text.removeprefix("Value error, ")
 
 
 def _listen(host: str, port: int) -> socket.socket:

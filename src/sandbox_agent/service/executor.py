@@ -25,15 +25,29 @@ from typing import Any, NamedTuple, Protocol
 
 from pydantic import ValidationError
 
-from sandbox_agent.controller.models import RunConfig, RunResult
-from sandbox_agent.errors import InfrastructureError, SandboxAgentError, SetupError, UsageError
+from sandbox_agent.controller.models import Budgets, RepairOptions, RunConfig, RunResult
+from sandbox_agent.errors import (
+    InfrastructureError,
+    SandboxAgentError,
+    SetupError,
+    UsageError,
+    WorkspaceError,
+)
 from sandbox_agent.providers.base import ProviderOptions
 from sandbox_agent.sandbox.base import CancelToken
-from sandbox_agent.service.models import SubmitRequest
+from sandbox_agent.service.admission import admit
+from sandbox_agent.service.models import IN_FLIGHT, SubmitRequest
 from sandbox_agent.service.plans import remove_plan, remove_stale_plans, write_plan
 from sandbox_agent.service.private import private_dir
+from sandbox_agent.service.repos import (
+    locate,
+    remove_snapshot,
+    remove_stale_snapshots,
+    snapshot,
+)
 from sandbox_agent.service.settings import ServiceSettings
 from sandbox_agent.service.store import RunStore, StoredRun
+from sandbox_agent.service.views import stored_limits
 
 log = logging.getLogger(__name__)
 
@@ -103,10 +117,12 @@ class RunManager:
         Returns:
             The ids of the runs marked interrupted (their leftovers need reaping).
         """
-        for folder in (self._settings.work_dir, self._settings.plans_dir, self._settings.trace_dir):
+        settings = self._settings
+        for folder in (settings.work_dir, settings.plans_dir, settings.trace_dir):
             private_dir(folder, tighten=True)
         interrupted = self._store.interrupt_in_flight(INTERRUPTED_REASON)
-        remove_stale_plans(self._settings.plans_dir, self._store)
+        remove_stale_plans(settings.plans_dir, self._store)
+        remove_stale_snapshots(settings.snapshots_dir, self._finished)
         for index in range(self._settings.max_concurrent):
             self._workers.append(self._start_worker(index))
         self._watchdog = threading.Thread(target=self._watch, name="run-watchdog", daemon=True)
@@ -163,14 +179,20 @@ class RunManager:
             return "the run database refuses writes"
         return None
 
+    def _finished(self, run_id: str) -> bool:
+        stored = self._store.get(run_id)
+        return stored is not None and stored.status not in IN_FLIGHT
+
     def submit(self, request: SubmitRequest, *, submitted_at: float) -> str:
-        """Record a run as ``QUEUED`` and queue it.
+        """Decide what the run gets (``admission.admit``), record it ``QUEUED`` and queue it.
 
         Raises:
+            Refused: the request asks for what this server does not allow.
             QueueFull: no worker is idle and ``max_queue`` runs already wait.
             ServiceStopping: the server is shutting down.
             sqlite3.Error: the store refused the record.
         """
+        admitted = admit(request, self._settings)
         run_id = new_run_id()
         plan_json = request.plan.model_dump_json() if request.plan else None
         with self._cond:
@@ -180,9 +202,11 @@ class RunManager:
             if len(self._pending) + self._reserved >= self._settings.max_queue + idle:
                 raise QueueFull(f"{self._settings.max_queue} runs are already queued")
             self._reserved += 1  # the slot is held while the record is written, unlocked
+        repair_json = admitted.repair.model_dump_json() if admitted.repair else None
         record = StoredRun(
-            run_id, "QUEUED", "", request.fixture, request.task, request.provider,
-            plan_json, submitted_at, None, None, None,
+            run_id, "QUEUED", "", admitted.fixture, request.task, admitted.provider,
+            plan_json, submitted_at, None, None, None, admitted.strategy, admitted.repo,
+            admitted.budgets.model_dump_json(), repair_json,
         )  # fmt: skip
         try:
             # Not under the queue's lock: a write can wait out the busy timeout, and
@@ -256,10 +280,16 @@ class RunManager:
         if stored is None or not self._store.mark_running(run_id):
             return
         plan_path: Path | None = None
+        copied: Path | None = None
         try:
             if stored.plan_json is not None:
                 plan_path = write_plan(self._settings.plans_dir, run_id, stored.plan_json)
-            config = self._config(stored, plan_path)
+            if stored.repo is not None:
+                copied = self._settings.snapshots_dir / run_id
+                name = self._snapshot(stored.repo, copied)
+                config = self._config(stored, plan_path, fixture=name, fixtures_dir=copied)
+            else:
+                config = self._config(stored, plan_path)
             result = self._run_fn(config, cancel=token, on_event=self._event_sink(run_id))
         except (UsageError, ValidationError) as error:
             self._settle(run_id, Terminal("FAILED", f"rejected: {_one_line(error)}", None))
@@ -270,6 +300,8 @@ class RunManager:
         finally:
             if plan_path is not None:
                 remove_plan(plan_path)
+            if copied is not None:
+                remove_snapshot(copied)
         if self._stopping and token.cancelled:
             status, reason = "INTERRUPTED", INTERRUPTED_REASON
         else:
@@ -330,17 +362,46 @@ class RunManager:
                     log.error("%s ended: starting another", worker.name)
                     self._workers[index] = self._start_worker(index)
 
-    def _config(self, stored: StoredRun, plan_path: Path | None) -> RunConfig:
+    def _snapshot(self, requested: str, folder: Path) -> str:
+        """Copy the requested folder into ``folder/<name>``, checked again now; return
+        the name (the run is given the copy as a fixture of ``folder``).
+
+        Raises:
+            RepoRefused: the path is no longer one this server may read.
+            UsageError: the folder is over the copy's limits.
+            WorkspaceError: the copy failed.
+        """
+        location = locate(requested, self._settings.repo_roots)
+        try:
+            private_dir(self._settings.snapshots_dir, tighten=False)
+            private_dir(folder, tighten=False)
+            snapshot(location, folder / location.name)
+        except OSError as error:
+            raise WorkspaceError(f"the copy of repo {requested!r} failed: {error}") from None
+        return location.name
+
+    def _config(
+        self,
+        stored: StoredRun,
+        plan_path: Path | None,
+        *,
+        fixture: str | None = None,
+        fixtures_dir: Path | None = None,
+    ) -> RunConfig:
         options = ProviderOptions(plan_path=str(plan_path) if plan_path else None, run_id=stored.id)
+        budgets, repair = stored_limits(stored)
         return RunConfig(
             task=stored.task,
-            fixture=stored.fixture,
-            fixtures_dir=self._settings.fixtures_dir,
+            fixture=fixture or stored.fixture,
+            fixtures_dir=fixtures_dir or self._settings.fixtures_dir,
             provider=stored.provider,
             provider_options=options,
             runtime=self._settings.runtime,
             trace_dir=self._settings.trace_dir,
             run_id=stored.id,
+            budgets=budgets or Budgets(),
+            strategy="repair" if stored.strategy == "repair" else "tools",
+            repair=repair or RepairOptions(),
         )
 
 

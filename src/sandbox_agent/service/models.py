@@ -11,13 +11,17 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from sandbox_agent.controller.models import (
+    Budgets,
     BudgetUsed,
+    CandidateRecord,
     FinalTests,
     FixtureIntegrity,
+    RepairOptions,
     RunStatus,
+    Strategy,
     ToolCallRecord,
 )
 
@@ -31,6 +35,7 @@ FIXTURE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$"
 MAX_TASK_CHARS = 20_000
 MAX_PLAN_STEPS = 200
 MAX_RAW_STEP_CHARS = 64 * 1024
+MAX_REPO_PATH_CHARS = 4096
 MAX_ARGS_DEPTH = 32
 """How deep a plan step's ``args`` may nest (a tool's arguments need three levels); past
 about 250 the stored plan could not be serialised, a 500 (SR-8 S8-7)."""
@@ -90,17 +95,70 @@ class Plan(BaseModel):
     steps: list[ToolStep | RawStep] = Field(max_length=MAX_PLAN_STEPS)
 
 
-class SubmitRequest(BaseModel):
-    """``POST /runs``: a fixture by name (never a path), the task, and optionally a provider."""
+class BudgetRequest(BaseModel):
+    """``budgets`` of a run request: each absent one is the run's default, capped by the
+    server's maximum; one over its maximum is refused (422) naming the ``serve`` flag."""
 
     model_config = ConfigDict(extra="forbid")
 
-    fixture: Annotated[str, Field(pattern=FIXTURE_NAME_PATTERN)]
+    max_iterations: int | None = Field(None, ge=1)
+    """Model turns (at most ``serve --max-run-iterations``)."""
+    max_tool_calls: int | None = Field(None, ge=1)
+    """Tool calls executed or denied (at most ``serve --max-run-tool-calls``)."""
+    max_wall_seconds: float | None = Field(None, gt=0, allow_inf_nan=False)
+    """Wall clock of the whole run (at most ``serve --max-run-wall-seconds``)."""
+    max_denials: int | None = Field(None, ge=0)
+    """Policy denials tolerated (at most ``serve --max-run-denials``)."""
+    max_invalid_outputs: int | None = Field(None, ge=0)
+    """Invalid model outputs tolerated (at most ``serve --max-run-invalid-outputs``)."""
+
+
+class RepairRequest(BaseModel):
+    """``repair`` of a run request (strategy ``repair`` only): as ``run``'s flags."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    candidates: int | None = Field(None, ge=1)
+    """First-round candidates (at most ``serve --max-run-candidates``)."""
+    rounds: int | None = Field(None, ge=0)
+    """Repair rounds after the first (at most ``serve --max-run-rounds``)."""
+    round_candidates: int | None = Field(None, ge=1)
+    """Candidates per later round (at most ``serve --max-run-round-candidates``)."""
+    candidate_tokens: int | None = Field(None, ge=64)
+    """Reply cap of one candidate (at most ``serve --max-run-candidate-tokens``)."""
+    temperature: float | None = Field(None, gt=0, le=2.0, allow_inf_nan=False)
+    seed: int | None = Field(None, ge=0, le=2**31 - 1_000)
+
+
+class SubmitRequest(BaseModel):
+    """``POST /runs``: a fixture by name or, under ``serve --repo-root``, a folder by path;
+    the task; and optionally the provider, strategy, budgets and repair options."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    fixture: Annotated[str, Field(pattern=FIXTURE_NAME_PATTERN)] | None = None
     """The name of one sub-folder of the server's fixtures folder (``GET /fixtures``)."""
+    repo: str | None = Field(None, min_length=1, max_length=MAX_REPO_PATH_CHARS)
+    """Instead of ``fixture``: the absolute path of a folder strictly under one of the
+    server's ``--repo-root`` folders (``GET /fixtures`` lists them), with no link in it."""
     task: str = Field(min_length=1, max_length=MAX_TASK_CHARS)
-    provider: str = Field("scripted", min_length=1, max_length=50)
+    provider: str | None = Field(None, min_length=1, max_length=50)
+    """Absent: the server's default provider (``GET /fixtures``: ``default_provider``)."""
     plan: Plan | None = None
     """For ``scripted``: the steps; without it the fixture's reference plan is used."""
+    strategy: Strategy | None = None
+    """Absent: ``repair`` for the ``local`` provider, ``tools`` otherwise (as ``run``)."""
+    budgets: BudgetRequest | None = None
+    repair: RepairRequest | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> SubmitRequest:
+        if (self.fixture is None) == (self.repo is None):
+            raise ValueError(
+                "give exactly one of fixture (a name from GET /fixtures) or repo (a folder "
+                "under the server's serve --repo-root DIR)"
+            )
+        return self
 
 
 class SubmitResponse(BaseModel):
@@ -127,8 +185,13 @@ class RunSummary(BaseModel):
     status: ServiceStatus
     reason: str
     fixture_name: str
+    """The fixture's name; empty for a run of a ``repo``."""
     provider: str
     task: str
+    strategy: Strategy = "tools"
+    """The strategy the run was given (runs recorded before strategies: ``tools``)."""
+    repo: str | None = None
+    """The folder the request named (a run of a fixture: None)."""
     submitted_at: float
     """Unix time."""
     started_at: float | None
@@ -153,6 +216,13 @@ class RunView(RunSummary):
     model_summary: str | None = None
     node: str | None = None
     """``serve --ray``: the cluster node that ran the run."""
+    candidates: list[CandidateRecord] = Field(default_factory=list)
+    """``repair``: every candidate tried, in order."""
+    budgets: Budgets | None = None
+    """The limits the run was given (the request's, else the defaults, within the
+    server's maxima); None for runs recorded before requests carried budgets."""
+    repair: RepairOptions | None = None
+    """Strategy ``repair``: the options the run was given."""
 
 
 class RunList(BaseModel):
@@ -163,10 +233,22 @@ class RunList(BaseModel):
 
 
 class FixtureList(BaseModel):
+    """``GET /fixtures``: what a run request may name, and the server's defaults."""
+
     model_config = ConfigDict(extra="forbid")
 
     fixtures: list[str]
     providers: list[str]
+    default_provider: str = ""
+    """A request without ``provider`` gets this: the first real provider the server was
+    started with, else the first one."""
+    strategies: list[Strategy] = Field(default_factory=list)
+    default_strategies: dict[str, Strategy] = Field(default_factory=dict)
+    """Per provider: the strategy a request without ``strategy`` gets."""
+    repo_roots: list[str] = Field(default_factory=list)
+    """Folders under which a request may name a ``repo`` (``serve --repo-root``)."""
+    maxima: dict[str, int | float] = Field(default_factory=dict)
+    """The most a request may ask for, by ``budgets``/``repair`` field name."""
 
 
 class Health(BaseModel):

@@ -12,8 +12,10 @@ from fastapi import Path as PathParam
 from fastapi.responses import PlainTextResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from sandbox_agent.controller.models import STRATEGIES
 from sandbox_agent.evidence import VerifyReport
 from sandbox_agent.service import views
+from sandbox_agent.service.admission import Refused, default_strategy, maxima
 from sandbox_agent.service.auth import token_matches
 from sandbox_agent.service.executor import QueueFull, RunManager, ServiceStopping
 from sandbox_agent.service.hooks import PreflightCache
@@ -96,9 +98,15 @@ router = APIRouter(dependencies=[Depends(_require_token)], responses=_ERRORS)
 @router.get("/fixtures", response_model=FixtureList, tags=["runs"])
 def fixtures(state: State) -> FixtureList:
     """The fixture names a run may name, and the providers it may ask for."""
+    settings = state.settings
     return FixtureList(
-        fixtures=views.list_fixtures(state.settings.fixtures_dir),
-        providers=list(state.settings.providers),
+        fixtures=views.list_fixtures(settings.fixtures_dir),
+        providers=list(settings.providers),
+        default_provider=settings.default_provider,
+        strategies=list(STRATEGIES),
+        default_strategies={name: default_strategy(name) for name in settings.providers},
+        repo_roots=[str(root) for root in settings.repo_roots],
+        maxima=maxima(settings),
     )
 
 
@@ -115,6 +123,10 @@ def preflight(state: State) -> PreflightStatus:
     tags=["runs"],
     responses={
         400: {"model": ErrorBody, "description": "Unknown fixture or provider"},
+        422: {
+            "description": "Invalid body, a repo path this server may not read, or a "
+            "limit over the server's maximum (one line naming the serve flag)"
+        },
         429: {"model": ErrorBody, "description": "Rate limit or full queue: see Retry-After"},
         503: {"model": ErrorBody, "description": "The server is shutting down"},
     },
@@ -122,7 +134,8 @@ def preflight(state: State) -> PreflightStatus:
 def submit(
     body: SubmitRequest, state: State, request: Request, response: Response
 ) -> SubmitResponse:
-    """Queue a run of ``task`` on the named fixture; answers at once with its id."""
+    """Queue a run of ``task`` on the named fixture or ``repo`` folder; answers at once
+    with its id."""
     wait = state.limiter.acquire(request.client.host if request.client else "unknown")
     if wait > 0:
         raise HTTPException(
@@ -130,14 +143,10 @@ def submit(
             "too many submissions from this client: retry after the Retry-After seconds",
             headers={"Retry-After": retry_after_header(wait)},
         )
-    # The name must be one the server lists: a path ("../x", "/etc") can never match.
-    if body.fixture not in views.list_fixtures(state.settings.fixtures_dir):
-        raise HTTPException(400, "unknown fixture: GET /fixtures lists the valid names")
-    if body.provider not in state.settings.providers:
-        allowed = ", ".join(state.settings.providers)
-        raise HTTPException(400, f"provider not allowed here: use one of {allowed}")
     try:
         run_id = state.manager.submit(body, submitted_at=time.time())
+    except Refused as refused:
+        raise HTTPException(refused.status_code, refused.detail) from None
     except QueueFull as error:
         raise HTTPException(
             429,

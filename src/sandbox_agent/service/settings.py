@@ -6,8 +6,9 @@ import ipaddress
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from sandbox_agent.providers import PROVIDERS, SIMULATED_PROVIDERS
 from sandbox_agent.sandbox.base import Runtime
 from sandbox_agent.settings import default_fixtures_dir, state_home
 
@@ -25,6 +26,36 @@ DEFAULT_DB_BUSY_TIMEOUT_S = 5.0
 DEFAULT_STOP_TIMEOUT_S = 10.0
 DEFAULT_PROVIDERS: tuple[str, ...] = ("scripted", "injection", "mock-adversarial")
 """Simulated providers only: a real model spends money, so it is opt-in (``--provider``)."""
+REAL_PROVIDERS: tuple[str, ...] = tuple(
+    name for name in PROVIDERS if name not in SIMULATED_PROVIDERS
+)
+"""The providers of a real model (``serve --provider local`` and the hosted ones)."""
+
+# The operator's maxima of what one run request may ask for (``serve --max-run-*``). Each
+# is at least the run's own default (a test says so), so a request that asks for nothing
+# gets the run's defaults.
+DEFAULT_MAX_RUN_ITERATIONS = 50
+DEFAULT_MAX_RUN_TOOL_CALLS = 100
+DEFAULT_MAX_RUN_WALL_SECONDS = 1800.0
+DEFAULT_MAX_RUN_DENIALS = 10
+DEFAULT_MAX_RUN_INVALID_OUTPUTS = 10
+DEFAULT_MAX_RUN_CANDIDATES = 10
+DEFAULT_MAX_RUN_ROUNDS = 4
+DEFAULT_MAX_RUN_ROUND_CANDIDATES = 4
+DEFAULT_MAX_RUN_CANDIDATE_TOKENS = 4096
+
+MAXIMUM_FLAGS: dict[str, str] = {
+    "max_run_iterations": "--max-run-iterations",
+    "max_run_tool_calls": "--max-run-tool-calls",
+    "max_run_wall_seconds": "--max-run-wall-seconds",
+    "max_run_denials": "--max-run-denials",
+    "max_run_invalid_outputs": "--max-run-invalid-outputs",
+    "max_run_candidates": "--max-run-candidates",
+    "max_run_rounds": "--max-run-rounds",
+    "max_run_round_candidates": "--max-run-round-candidates",
+    "max_run_candidate_tokens": "--max-run-candidate-tokens",
+}
+"""Each maximum's ``serve`` flag: a refusal names the one that would raise it."""
 
 
 def default_max_concurrent() -> int:
@@ -84,6 +115,22 @@ class ServiceSettings(BaseModel):
     """Provider names a client may ask for."""
     runtime: Runtime = "runc"
     """Sandbox runtime of every run."""
+    repo_roots: tuple[Path, ...] = ()
+    """Folders whose sub-folders a run request may name by path (``repo``); none by
+    default. Each is checked when the settings are made (``service.repos.check_root``)."""
+    max_run_iterations: int = Field(DEFAULT_MAX_RUN_ITERATIONS, ge=1, le=100_000)
+    """The most model turns a request may ask for (``budgets.max_iterations``)."""
+    max_run_tool_calls: int = Field(DEFAULT_MAX_RUN_TOOL_CALLS, ge=1, le=100_000)
+    max_run_wall_seconds: float = Field(
+        DEFAULT_MAX_RUN_WALL_SECONDS, gt=0, le=7 * 24 * 3600, allow_inf_nan=False
+    )
+    max_run_denials: int = Field(DEFAULT_MAX_RUN_DENIALS, ge=0, le=100_000)
+    max_run_invalid_outputs: int = Field(DEFAULT_MAX_RUN_INVALID_OUTPUTS, ge=0, le=100_000)
+    max_run_candidates: int = Field(DEFAULT_MAX_RUN_CANDIDATES, ge=1, le=64)
+    """The most first-round ``repair`` candidates a request may ask for."""
+    max_run_rounds: int = Field(DEFAULT_MAX_RUN_ROUNDS, ge=0, le=16)
+    max_run_round_candidates: int = Field(DEFAULT_MAX_RUN_ROUND_CANDIDATES, ge=1, le=64)
+    max_run_candidate_tokens: int = Field(DEFAULT_MAX_RUN_CANDIDATE_TOKENS, ge=64, le=32_768)
 
     @field_validator("trusted_proxies")
     @classmethod
@@ -95,6 +142,33 @@ class ServiceSettings(BaseModel):
                 raise ValueError(f"{proxy!r} is not an IP address or network") from None
         return proxies
 
+    @field_validator("providers")
+    @classmethod
+    def _known_providers(cls, providers: tuple[str, ...]) -> tuple[str, ...]:
+        for name in providers:
+            if name not in PROVIDERS:
+                raise ValueError(
+                    f"unknown provider {name!r}: the real ones are {', '.join(REAL_PROVIDERS)}"
+                )
+        if not providers:
+            raise ValueError("give at least one provider")
+        return providers
+
+    @model_validator(mode="after")
+    def _roots(self) -> ServiceSettings:
+        from sandbox_agent.service.repos import check_root
+
+        for root in self.repo_roots:
+            check_root(root, (self.work_dir, state_home()), (self.db_path,))
+        return self
+
+    @property
+    def default_provider(self) -> str:
+        """What a request without ``provider`` gets, and the page's first choice: the
+        first real provider the server was started with, else the first one given."""
+        real = [name for name in self.providers if name in REAL_PROVIDERS]
+        return (real or list(self.providers))[0]
+
     @property
     def plans_dir(self) -> Path:
         return self.work_dir / "plans"
@@ -102,3 +176,8 @@ class ServiceSettings(BaseModel):
     @property
     def trace_dir(self) -> Path:
         return self.work_dir / "runs"
+
+    @property
+    def snapshots_dir(self) -> Path:
+        """The private copies of ``repo`` runs' folders, one per run while it runs."""
+        return self.work_dir / "repos"

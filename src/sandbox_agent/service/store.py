@@ -60,6 +60,14 @@ CREATE TABLE IF NOT EXISTS events (
     PRIMARY KEY (run_id, seq)
 );
 """
+ADDED_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("strategy", "TEXT"),
+    ("repo", "TEXT"),
+    ("budgets_json", "TEXT"),
+    ("repair_json", "TEXT"),
+)
+"""Columns added to ``runs`` after its first release, in order: a database made before
+them gets them (``ALTER TABLE ... ADD COLUMN``, NULL in its old rows) when it is opened."""
 
 
 class StoredRun(NamedTuple):
@@ -74,6 +82,12 @@ class StoredRun(NamedTuple):
     started_at: float | None
     finished_at: float | None
     result_json: str | None
+    strategy: str | None = None
+    """None in runs recorded before strategies (they ran the tool loop)."""
+    repo: str | None = None
+    """The path a ``repo`` request named; None for a fixture."""
+    budgets_json: str | None = None
+    repair_json: str | None = None
 
 
 class StoredEvent(NamedTuple):
@@ -83,11 +97,12 @@ class StoredEvent(NamedTuple):
 
 _INSERT = (
     "INSERT INTO runs (id, status, reason, fixture, task, provider, plan_json, submitted_at,"
-    " started_at, finished_at, result_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " started_at, finished_at, result_json, strategy, repo, budgets_json, repair_json)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _SELECT = (
     "SELECT id, status, reason, fixture, task, provider, plan_json, submitted_at, started_at,"
-    " finished_at, result_json FROM runs"
+    " finished_at, result_json, strategy, repo, budgets_json, repair_json FROM runs"
 )
 
 
@@ -120,6 +135,14 @@ def _lock_exclusively(path: Path) -> int:
     return fd
 
 
+def _add_missing_columns(db: sqlite3.Connection) -> None:
+    """Bring a database made by an older server up to the current columns."""
+    present = {row[1] for row in db.execute("PRAGMA table_info(runs)").fetchall()}
+    for name, kind in ADDED_COLUMNS:
+        if name not in present:
+            db.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
+
+
 class RunStore:
     """Runs and their events in one SQLite file, held by this store alone while open."""
 
@@ -144,6 +167,7 @@ class RunStore:
                 self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.executescript(_SCHEMA)
+                _add_missing_columns(self._db)
             except BaseException:
                 self._db.close()
                 raise

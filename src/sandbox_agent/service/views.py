@@ -6,14 +6,16 @@ import re
 import time
 from pathlib import Path
 
-from sandbox_agent.controller.models import RunResult
+from sandbox_agent.controller.models import Budgets, RepairOptions, RunResult
 from sandbox_agent.service.models import FIXTURE_NAME_PATTERN, RunSummary, RunView
 from sandbox_agent.service.store import StoredRun
 
-__all__ = ["StoredRun", "list_fixtures", "summary", "view"]
+__all__ = ["StoredRun", "list_fixtures", "stored_limits", "summary", "view"]
 
 _FIXTURE_NAME = re.compile(FIXTURE_NAME_PATTERN)
-_RESULT_FIELDS = set(RunView.model_fields) - set(RunSummary.model_fields)
+_REQUEST_FIELDS = {"budgets", "repair"}
+"""Fields of a view that come from the request as admitted, not from the result."""
+_RESULT_FIELDS = set(RunView.model_fields) - set(RunSummary.model_fields) - _REQUEST_FIELDS
 
 
 def list_fixtures(fixtures_dir: Path) -> list[str]:
@@ -44,6 +46,8 @@ def summary(stored: StoredRun, result: RunResult | None = None) -> RunSummary:
         fixture_name=stored.fixture,
         provider=stored.provider,
         task=stored.task,
+        strategy="repair" if stored.strategy == "repair" else "tools",
+        repo=stored.repo,
         submitted_at=stored.submitted_at,
         started_at=stored.started_at,
         finished_at=stored.finished_at,
@@ -52,7 +56,15 @@ def summary(stored: StoredRun, result: RunResult | None = None) -> RunSummary:
     )
 
 
+def stored_limits(stored: StoredRun) -> tuple[Budgets | None, RepairOptions | None]:
+    """The budgets and repair options a run was admitted with (None: not recorded)."""
+    budgets = Budgets.model_validate_json(stored.budgets_json) if stored.budgets_json else None
+    repair = RepairOptions.model_validate_json(stored.repair_json) if stored.repair_json else None
+    return budgets, repair
+
+
 def view(stored: StoredRun) -> RunView:
     result = _result(stored)
     fields = result.model_dump(include=_RESULT_FIELDS) if result else {}
-    return RunView(**summary(stored, result).model_dump(), **fields)
+    budgets, repair = stored_limits(stored)
+    return RunView(**summary(stored, result).model_dump(), **fields, budgets=budgets, repair=repair)
