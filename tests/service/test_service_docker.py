@@ -101,3 +101,65 @@ def test_cancel_reaches_a_real_running_sandbox_within_seconds(
         # Stopped by the cancel, long before the tests' minute; how soon is a benchmark's
         # question (the sandbox itself looks at the cancel every 0.1 s).
         assert elapsed < 30, f"cancel took {elapsed:.1f} s"
+
+
+SOLUTION = 'def add(a, b):\n    """Add two numbers."""\n    return a - b\n'
+EXAMPLES = (
+    "import unittest\n\nfrom solution import add\n\n\n"
+    "class ExampleTests(unittest.TestCase):\n"
+    "    def test_examples(self):\n        assert add(2, 3) == 5\n"
+)
+CANDIDATES = [
+    "```python\ndef add(a, b):\n    return a * b\n```",  # wrong: fails its sandbox run
+    "```python\ndef add(a, b):\n    return a + b\n```",
+]
+
+
+def test_a_repo_under_a_root_runs_the_repair_strategy_through_the_real_controller(
+    tmp_path: Path,
+    make_settings: Callable[..., ServiceSettings],
+    start_server: Callable[..., LiveServer],
+) -> None:
+    from sandbox_agent.workspace.hashing import tree_sha256
+
+    roots = tmp_path / "roots"
+    repo = roots / "adder"
+    repo.mkdir(parents=True)
+    (repo / "solution.py").write_text(SOLUTION)
+    (repo / "test_examples.py").write_text(EXAMPLES)
+    (repo / "secret.txt").symlink_to(tmp_path / "outside.txt")
+    (tmp_path / "outside.txt").write_text("operator-secret\n")
+    before = tree_sha256(repo)
+    settings = make_settings(repo_roots=(roots,))
+    server = start_server(settings, run_task)
+    body = {
+        "repo": str(repo),
+        "task": "Fix the bug in add.",
+        "provider": "scripted",
+        "plan": {"steps": [{"raw": text} for text in CANDIDATES]},
+        "strategy": "repair",
+        "repair": {"candidates": 2, "rounds": 0},
+        "budgets": {"max_wall_seconds": 200},
+    }
+    with server.client() as client:
+        answer = client.post("/runs", json=body)
+        assert answer.status_code == 202, answer.text
+        run = wait_finished(client, answer.json()["id"], timeout=240)
+        assert run["status"] == "SUCCEEDED", run["reason"]
+        assert (run["strategy"], run["repo"]) == ("repair", str(repo))
+        assert [c["outcome"] for c in run["candidates"]] == ["failed", "passed"]
+        assert "return a + b" in run["diff"]
+        assert run["fixture"]["intact"] is True
+        events = [
+            json.loads(line)
+            for line in client.get(f"/runs/{run['id']}/trace").text.split("\n")
+            if line
+        ]
+        started = events[0]
+        assert started["event"] == "run_started"
+        assert started["source"] == "adder"
+        assert started["budgets"]["max_wall_seconds"] == 200
+        assert "secret.txt" not in json.dumps(events[0]["skipped"]), "never in the copy at all"
+    assert tree_sha256(repo) == before, "the original is only read"
+    assert (repo / "solution.py").read_text() == SOLUTION
+    assert not (settings.snapshots_dir / run["id"]).exists()

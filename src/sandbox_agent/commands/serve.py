@@ -118,8 +118,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--ray",
         default=None,
         metavar="ADDRESS",
-        help="run the queued runs on a Ray cluster (auto, ray://HOST:PORT or HOST:PORT); "
-        "--max-concurrent defaults to the cluster's sandbox slots",
+        help="run the queued runs on a Ray cluster (auto or HOST:PORT); --max-concurrent "
+        "defaults to the cluster's sandbox slots (default: none, runs in this process)",
     )
     real = ", ".join(defaults.REAL_PROVIDERS)
     parser.add_argument(
