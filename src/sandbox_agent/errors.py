@@ -42,8 +42,14 @@ class DependencyError(UsageError):
             run's wall clock) or ``tool`` (uv missing or failing).
     """
 
+    MAX_CHARS = 500
+
     def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
+        # One line, bounded, whatever a hostile declaration put in it (SR-12 retest R6).
+        line = " ".join(message.split())
+        if len(line) > self.MAX_CHARS:
+            line = line[: self.MAX_CHARS - 3] + "..."
+        super().__init__(line)
         self.kind = kind
 
 

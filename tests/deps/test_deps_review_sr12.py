@@ -337,7 +337,7 @@ def test_d3_an_include_loop_is_named_as_a_loop(index: FakeIndex, tmp_path: Path)
     repo = _repo(tmp_path)
     (repo / "requirements.txt").write_text("-r more.in\n")
     (repo / "more.in").write_text("beta\n-r requirements.txt\n")
-    error = _refused_before_any_request(repo, index, Path("/nonexistent"), "loop")
+    error = _refused_before_any_request(repo, index, tmp_path / "no-marker", "loop")
     assert "requirements.txt" in str(error)
 
 

@@ -26,6 +26,7 @@ import uuid
 from pathlib import Path
 
 from sandbox_agent.deps import store
+from sandbox_agent.deps.bytecode import EXIT_OVER_BUDGET
 from sandbox_agent.deps.deadline import Deadline
 from sandbox_agent.deps.failures import classify
 from sandbox_agent.deps.manifest import MANIFEST, SITE, Manifest, make_manifest, problems
@@ -39,26 +40,50 @@ from sandbox_supervisor.deps import SITE_DIR
 
 INSTALL_TIMEOUT_S = 900.0
 COMPILE_TIMEOUT_S = 600.0
+COMPILE_MEMORY_BYTES = 1024 * 1024 * 1024
+"""The bytecode compile's address space (numpy's modules compile in well under 200 MiB;
+a hostile module that needs more stays source: SR-12 retest R3)."""
+COMPILER = Path(__file__).with_name("bytecode.py")
 MiB = 1024 * 1024
 REMOVED = ("bin", ".lock")
 """uv's console scripts (their shebang names the host's interpreter) and its lock file."""
 
 
-def compile_bytecode(site: Path) -> bool:
+def compile_bytecode(site: Path, *, budget: int, deadline: Deadline | None = None) -> bool:
     """Compile ``site``'s modules with this interpreter when its bytecode is the image's
-    (same minor version, same magic number), with tracebacks naming ``/deps/site``.
-    Files that do not compile are left as source."""
+    (same minor version, same magic number), with tracebacks naming ``/deps/site``,
+    within ``budget`` bytes of bytecode, ``COMPILE_MEMORY_BYTES`` and the phase's time
+    (``deps.bytecode``). Files that do not compile are left as source.
+
+    Raises:
+        DependencyError: ``too_large``: the bytecode alone is over ``budget``;
+            ``timeout``: the phase ran out of time while compiling.
+    """
     if sys.version_info[:2] != PYTHON_MINOR:
         return False
+    deadline = deadline or Deadline()
     command = [
-        sys.executable, "-I", "-m", "compileall", "-q", "-j", "0",
-        "-s", str(site), "-p", SITE_DIR, str(site),
+        sys.executable, "-I", str(COMPILER), str(site), SITE_DIR,
+        str(max(budget, 0)), str(COMPILE_MEMORY_BYTES),
     ]  # fmt: skip
     try:
-        subprocess.run(command, capture_output=True, timeout=COMPILE_TIMEOUT_S, check=False)
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=deadline.left(COMPILE_TIMEOUT_S),
+            check=False,
+        )
     except subprocess.TimeoutExpired:
-        return False
-    return True
+        deadline.left(0.0)  # the phase's time is what ran out: its error
+        return False  # the compile's own limit: the environment stays source
+    if done.returncode == EXIT_OVER_BUDGET:
+        raise DependencyError(
+            "too_large",
+            f"the environment's bytecode alone is over the {budget / MiB:.1f} MiB left of the "
+            "limit (raise it with --deps-max-bytes BYTES)",
+        )
+    return done.returncode == 0
 
 
 def _install(resolution: Resolution, site: Path, work: Path, deadline: Deadline) -> None:
@@ -143,7 +168,14 @@ def make(
                 f"the environment is {size / MiB:.1f} MiB, over the limit of "
                 f"{max_bytes / MiB:.1f} MiB (raise it with --deps-max-bytes BYTES)",
             )
-        bytecode = compile_bytecode(site)
+        bytecode = compile_bytecode(site, budget=max_bytes - size, deadline=deadline)
+        size = _size(site)
+        if size > max_bytes:  # the compile counts its own bytes; this counts them all
+            raise DependencyError(
+                "too_large",
+                f"the environment with its bytecode is {size / MiB:.1f} MiB, over the limit "
+                f"of {max_bytes / MiB:.1f} MiB (raise it with --deps-max-bytes BYTES)",
+            )
         manifest = make_manifest(
             site,
             env_hash=resolution.sha256(),

@@ -143,25 +143,36 @@ class _Collector:
         self.seen_extras: set[str] = set()
 
     def add(self, text: str, where: str) -> None:
-        self.budget.charge(where, lines=1)
-        try:
-            requirement = Requirement(text)
-        except InvalidRequirement as error:
-            raise _error(f"{where}: not a requirement: {str(error).splitlines()[0]}") from None
-        if requirement.url:
-            raise _error(f"{where}: '{text}' is a direct URL: only packages by name are supported")
-        if self.project is not None and canonicalize_name(requirement.name) == self.project:
-            self.add_extras(requirement.extras, where)
-            return
-        self.requirements.add(safe_requirement(requirement, where))
+        """Add one requirement; the project's own name queues its extras (a work list,
+        not recursion: a chain of self-extras is as long as the file allows, R4)."""
+        pending = [(text, where)]
+        while pending:
+            text, where = pending.pop()
+            self.budget.charge(where, lines=1)
+            try:
+                requirement = Requirement(text)
+            except (InvalidRequirement, ValueError, RecursionError) as error:
+                first = str(error).splitlines()[0] if str(error) else type(error).__name__
+                raise _error(f"{where}: not a requirement: {first}") from None
+            if requirement.url:
+                raise _error(f"{where}: '{text}' is a direct URL: only packages by name")
+            if self.project is not None and canonicalize_name(requirement.name) == self.project:
+                pending.extend(self._extras(requirement.extras, where))
+                continue
+            self.requirements.add(safe_requirement(requirement, where))
 
     def add_extras(self, names: set[str] | tuple[str, ...], where: str) -> None:
-        for name in names:
+        for text, place in self._extras(names, where):
+            self.add(text, place)
+
+    def _extras(self, names: set[str] | tuple[str, ...], where: str) -> list[tuple[str, str]]:
+        found: list[tuple[str, str]] = []
+        for name in sorted(names):
             if name in self.seen_extras or name not in self.extras:
                 continue
             self.seen_extras.add(name)
-            for text in self.extras[name]:
-                self.add(text, f"{where} (extra '{name}')")
+            found.extend((text, f"{where} (extra '{name}')") for text in self.extras[name])
+        return found
 
 
 def _groups(table: Any, names: tuple[str, ...], collector: _Collector) -> None:
@@ -201,9 +212,12 @@ def _check_python(project: dict[str, Any]) -> None:
         return
     try:
         allowed = SpecifierSet(wanted)
-    except InvalidSpecifier:
-        raise _error(f"pyproject.toml: requires-python '{wanted}' is not a specifier") from None
-    if PYTHON_VERSION not in allowed:
+        excluded = PYTHON_VERSION not in allowed
+    except (InvalidSpecifier, ValueError):  # and versions past Python's digit limit
+        raise _error(
+            f"pyproject.toml: requires-python {wanted[:80]!r} is not a specifier"
+        ) from None
+    if excluded:
         raise _error(
             f"pyproject.toml: requires-python '{wanted}' excludes the sandbox's Python "
             f"{PYTHON_VERSION}"

@@ -104,16 +104,12 @@ def prepare_environment(
     resolved = resolution is None
     if resolution is None:
         with store.scratch() as scratch:
-            made_now = resolve(
-                repo,
-                declaration,
-                target,
-                options.index_url,
-                scratch=scratch,
-                deadline=clock,
+            resolution = resolve(
+                repo, declaration, target, options.index_url, scratch=scratch, deadline=clock
             )
-        resolution = store.save_resolution(key, made_now)
     if not resolution.text.strip():
+        if resolved:
+            store.save_resolution(key, resolution)
         return None
     root = store.envs_dir() / resolution.sha256()
     manifest = build.load(root, resolution.sha256())
@@ -126,6 +122,8 @@ def prepare_environment(
         manifest = build.load(root, resolution.sha256())
         if manifest is None:
             raise RuntimeError(f"the environment made at {root} does not check")  # our bug
+    if resolved:  # recorded once it has made an environment: a failure records nothing (R5)
+        store.save_resolution(key, resolution)
     return Environment(
         hash=manifest.hash,
         packages=manifest.packages,

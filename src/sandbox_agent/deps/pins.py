@@ -25,7 +25,7 @@ from typing import NamedTuple
 from packaging.markers import InvalidMarker, Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from sandbox_agent.errors import DependencyError
 
@@ -74,7 +74,7 @@ def safe_marker(text: str, where: str) -> str:
     """
     try:
         rendered = str(Marker(text))
-    except InvalidMarker:
+    except (InvalidMarker, ValueError, RecursionError):
         raise _error(where, f"marker {_shown(text)} is not a PEP 508 marker") from None
     if not _SAFE_MARKER.match(rendered) or "--" in rendered or " -" in rendered:
         raise _error(where, f"marker {_shown(text)} has characters a marker does not need")
@@ -100,7 +100,7 @@ def make_pin(
         raise _error(where, f"{name}: version {_shown(version)} is not a string")
     try:
         parsed = Version(version)
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, and integers past Python's digit limit
         raise _error(where, f"{name}: version {_shown(version)} is not a version") from None
     if not isinstance(hashes, (list, tuple)) or not hashes:
         raise _error(where, f"{name}: no sha256 hashes")

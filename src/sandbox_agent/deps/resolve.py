@@ -34,6 +34,8 @@ from sandbox_agent.deps.uvcmd import run_uv
 from sandbox_agent.errors import DependencyError
 
 RESOLVE_TIMEOUT_S = 300.0
+PYLOCK_MAJOR = "1"
+"""PEP 751: a tool must refuse a lock whose major version it does not know."""
 RESOLVER_VERSION = 2
 """Bump when the resolution text changes shape: every recorded resolution is then redone.
 2: every line in the normal form of ``pins`` (SR-12)."""
@@ -157,6 +159,11 @@ def _pylock(repo: Path) -> str:
         data: dict[str, Any] = tomllib.loads((repo / PYLOCK).read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError) as error:  # digit limits are ValueErrors too
         raise DependencyError("declaration", f"pylock.toml cannot be read: {error}") from None
+    version = data.get("lock-version")
+    if not isinstance(version, str) or version.split(".", 1)[0] != PYLOCK_MAJOR:
+        raise DependencyError(
+            "declaration", f"pylock.toml: lock-version {version!r} is not {PYLOCK_MAJOR}.x"
+        )
     packages = data.get("packages")
     if not isinstance(packages, list):
         raise DependencyError("declaration", "pylock.toml has no [[packages]]")

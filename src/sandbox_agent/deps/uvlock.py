@@ -17,7 +17,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from packaging.markers import InvalidMarker, Marker
+from packaging.markers import InvalidMarker, Marker, UndefinedEnvironmentName
 from packaging.utils import canonicalize_name
 
 from sandbox_agent.deps.declared import UV_LOCK, Lock
@@ -56,7 +56,7 @@ def _edges(value: Any, what: str) -> list[dict[str, Any]]:
 class _Lock:
     """The lock's packages by name, and the way along its edges."""
 
-    def __init__(self, data: dict[str, Any], target: Target) -> None:
+    def __init__(self, data: dict[str, Any], target: Target, lock: Lock) -> None:
         if data.get("version") not in LOCK_VERSIONS:
             raise _error(f"lock version {data.get('version')!r} is not one sandbox-agent reads")
         packages = data.get("package")
@@ -70,7 +70,13 @@ class _Lock:
             if not isinstance(name, str):
                 raise _error("a package without a name")
             self.by_name.setdefault(str(canonicalize_name(name)), []).append(package)
-        self.environment = marker_environment(target)
+        # A lock's markers may ask which extras and groups are wanted (PEP 751's
+        # "lock_file" context): the ones this run exports.
+        self.environment: dict[str, Any] = {
+            **marker_environment(target),
+            "extras": frozenset(lock.extras),
+            "dependency_groups": frozenset(lock.groups),
+        }
         self.visits = 0
 
     def root(self, project: str | None) -> dict[str, Any]:
@@ -91,9 +97,9 @@ class _Lock:
         if not isinstance(marker, str):
             raise _error(f"{where}: a marker that is not a string")
         try:
-            return Marker(marker).evaluate(dict(self.environment))
-        except InvalidMarker:
-            raise _error(f"{where}: marker {marker[:80]!r} is not a PEP 508 marker") from None
+            return Marker(marker).evaluate(self.environment, context="lock_file")
+        except (InvalidMarker, UndefinedEnvironmentName, ValueError, TypeError, RecursionError):
+            raise _error(f"{where}: marker {marker[:80]!r} cannot be evaluated here") from None
 
     def follow(self, edge: dict[str, Any], where: str) -> dict[str, Any]:
         name = edge.get("name")
@@ -114,6 +120,21 @@ class _Lock:
 def _source(package: dict[str, Any]) -> dict[str, Any]:
     source = package.get("source")
     return source if isinstance(source, dict) else {}
+
+
+def _check_requires_python(wanted: Any) -> None:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    from sandbox_agent.deps.target import PYTHON_VERSION
+
+    if not isinstance(wanted, str):
+        return
+    try:
+        excluded = PYTHON_VERSION not in SpecifierSet(wanted)
+    except (InvalidSpecifier, ValueError):
+        raise _error(f"requires-python {wanted[:80]!r} is not a specifier") from None
+    if excluded:
+        raise _error(f"requires-python {wanted!r} excludes the sandbox's Python {PYTHON_VERSION}")
 
 
 def _is_root(package: dict[str, Any]) -> bool:
@@ -153,7 +174,8 @@ def read_uv_lock(repo: Path, lock: Lock, target: Target) -> list[Pin]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as error:
         raise _error(f"cannot be read: {str(error)[:200]}") from None
-    graph = _Lock(data, target)
+    _check_requires_python(data.get("requires-python"))
+    graph = _Lock(data, target, lock)
     root = graph.root(lock.project)
     optional = _table(root.get("optional-dependencies"), "the root's optional-dependencies")
     groups = _table(root.get("dev-dependencies"), "the root's dev-dependencies")
