@@ -160,6 +160,12 @@ def test_a_repo_under_a_root_runs_the_repair_strategy_through_the_real_controlle
         assert started["source"] == "adder"
         assert started["budgets"]["max_wall_seconds"] == 200
         assert "secret.txt" not in json.dumps(events[0]["skipped"]), "never in the copy at all"
+        # Sealed and verified; the service's copy is gone, so the fixture check compares
+        # the sealed hashes with the result and says it did not re-hash.
+        verdict = client.get(f"/runs/{run['id']}/verify").json()
+        assert verdict["ok"] is True, verdict
+        fixture = next(check for check in verdict["checks"] if check["name"] == "fixture")
+        assert "not re-hashed" in fixture["detail"]
     assert tree_sha256(repo) == before, "the original is only read"
     assert (repo / "solution.py").read_text() == SOLUTION
     assert not (settings.snapshots_dir / run["id"]).exists()

@@ -243,10 +243,13 @@ def run_events(
 )
 def verify_run(stored: KnownRun, state: State) -> VerifyReport:
     """``sandbox-agent verify``'s verdict on the run's folder: seal, trace chain, result,
-    diff and the original's hashes (every check fails until the run has been sealed)."""
+    diff and the original's hashes (every check fails until the run has been sealed; a
+    ``repo`` run's original, the service's copy, is not re-hashed)."""
     # The folder is the one the service gave the run (never a path from its result).
     run_dir = state.settings.trace_dir / stored.id
-    return run_dir_verdict(run_dir)
+    # A repo run's original was the service's copy, removed when the run ended: its
+    # sealed hashes are compared with the result, and no path is read again.
+    return run_dir_verdict(run_dir, rehash_source=stored.repo is None)
 
 
 @router.post(
