@@ -1,14 +1,18 @@
-"""`sandbox-agent run`: one task on a fixture or a local repository (DESIGN.md section 6).
+"""`sandbox-agent run`: one task on a fixture or a local repository (docs/CONTROLLER.md).
 
 Exit 0 only when the status is SUCCEEDED and the original is unchanged; 1 for any
-other finished run; 2 for a usage or setup error. SIGINT and SIGTERM cancel the run:
-it unwinds, removing its containers and its workspace, and still writes its trace.
+other finished run; 2 for a usage or setup error. SIGINT and SIGTERM cancel the run
+(saying so on stderr): the model request in flight is stopped, no tool runs after it,
+the run unwinds, removing its containers and its workspace, and is sealed ``CANCELLED``;
+the exit code is then 128 + the signal's number (130 for SIGINT, 143 for SIGTERM).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -64,7 +68,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="most sandboxes made ahead of test runs, 0-4 (default 2; 0: each starts cold)",
     )
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the result as JSON (and no progress on stderr)",
+    )
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress on stderr: only the result (default: a line per turn, and the "
+        "time the model has been thinking)",
+    )
     parser.add_argument("--trace-dir", metavar="DIR", type=Path, help="parent of the run folder")
     parser.add_argument("--run-id", help=argparse.SUPPRESS)
     budgets = parser.add_argument_group("budgets")
@@ -141,22 +155,49 @@ def run(args: argparse.Namespace) -> int:
     from sandbox_agent.controller import run_task
     from sandbox_agent.controller.report import render
     from sandbox_agent.sandbox.base import CancelToken
+    from sandbox_agent.trace.terminal import TerminalProgress
 
     config = build_config(args)
     cancel = CancelToken()
+    received: list[int] = []
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         cancel.cancel()
+        received.append(signum)
+        _say(CANCELLING.format(signal.Signals(signum).name) if len(received) == 1 else STILL)
 
+    progress = None if args.json or args.quiet else TerminalProgress(sys.stderr)
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        result = run_task(config, cancel=cancel)
+        sink = None if progress is None else progress.on_event
+        result = run_task(config, cancel=cancel, on_event=sink)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if progress is not None:
+            progress.close()
     if args.json:
         json.dump(json.loads(result.model_dump_json()), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render(result))
+    if received and result.status == "CANCELLED":
+        return 128 + received[0]
     return 0 if result.status == "SUCCEEDED" and result.fixture.intact else 1
+
+
+CANCELLING = (
+    "cancelling ({}): stopping the model request and any test run; no tool runs after "
+    "this; the run is sealed CANCELLED"
+)
+STILL = "still cancelling: sealing the run"
+
+
+def _say(line: str) -> None:
+    """One line on stderr, written straight to the file descriptor: a signal handler may
+    run while the progress display holds stderr's buffer, which must not be re-entered."""
+    with contextlib.suppress(OSError):
+        os.write(
+            sys.stderr.fileno(),
+            f"\r\x1b[2K{line}\n".encode() if sys.stderr.isatty() else f"{line}\n".encode(),
+        )

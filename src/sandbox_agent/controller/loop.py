@@ -175,6 +175,8 @@ def agent_loop(
             budgets=used.model_dump(),
             **({"timings": reply.timings} if reply.timings else {}),
         )
+        if (stop := _cancelled_after_reply(cancel)) is not None:
+            return stop
         try:
             call = parse_turn(reply.text, allowed)
         except ToolDenied as refusal:
@@ -211,6 +213,14 @@ def agent_loop(
         )
         observation = records.observation(outcome)
         state.history = [*state.history, Exchange(reply=reply.text, observation=observation)]
+
+
+def _cancelled_after_reply(cancel: CancelToken) -> LoopStop | None:
+    """A cancel that came while the model was answering: its reply is recorded, never
+    acted on (no tool runs after a cancel)."""
+    if not cancel.cancelled:
+        return None
+    return LoopStop("cancelled", "cancelled from outside; the model's last reply was not acted on")
 
 
 def _provider_failed(

@@ -32,8 +32,8 @@ from sandbox_agent.controller.source import Source, resolve_source
 from sandbox_agent.controller.status import Evidence, FinalTestEvidence, compute_status
 from sandbox_agent.errors import InfrastructureError, UsageError
 from sandbox_agent.providers import create_provider
-from sandbox_agent.providers.base import KnowsItsPlan, Provider
-from sandbox_agent.providers.errors import ProviderError
+from sandbox_agent.providers.base import KnowsItsPlan, Provider, Watchful
+from sandbox_agent.providers.errors import ProviderError, RetryNotice
 from sandbox_agent.sandbox.base import CancelToken, SandboxBackend, SandboxResult
 from sandbox_agent.settings import state_home
 from sandbox_agent.trace import Redactor, TraceWriter, summarise_exception
@@ -165,6 +165,8 @@ class RunSession:
                 trace.emit("sandbox_run", purpose=purpose, **sandbox_run_fields(sandbox_result))
 
             self.backend.on_result = record_sandbox_run
+            if isinstance(self.provider, Watchful):
+                self.provider.watch(cancel, on_retry=lambda notice: _record_retry(trace, notice))
             state = LoopState()
             result: RunResult | None = None
             stop = LoopStop("sandbox_error", "the run ended before the loop finished")
@@ -404,6 +406,18 @@ def _environment_fields(environment: Environment | None) -> dict[str, Any] | Non
         "resolved": environment.resolved,
         "prepare_ms": environment.prepare_ms,
     }
+
+
+def _record_retry(trace: TraceWriter, notice: RetryNotice) -> None:
+    """A failed model request about to be sent again, as the trace (and a live watcher)
+    sees it before the wait."""
+    trace.emit(
+        "provider_retry",
+        attempt=notice.attempt,
+        retries=notice.retries,
+        wait_seconds=round(notice.wait_seconds, 3),
+        provider_error=notice.error.model_dump(),
+    )
 
 
 def _final_fields(final: TestRun) -> dict[str, Any]:

@@ -38,6 +38,7 @@ from sandbox_agent.providers.http import (
 )
 from sandbox_agent.providers.metered import (
     DEFAULT_REQUEST_TIMEOUT_SECONDS,
+    WatchedRequests,
     open_meter,
     send_metered,
 )
@@ -125,7 +126,7 @@ def read(message: anthropic.types.Message) -> Answer:
     return read_answer(lambda: (*reply_text(message), usage_of(message), str(message.model or "")))
 
 
-class AnthropicProvider(Provider):
+class AnthropicProvider(WatchedRequests, Provider):
     """Model turns from the Messages API, each request metered through the spend ledger."""
 
     name = "anthropic"

@@ -15,9 +15,12 @@ cannot honour one (a simulated one) ignores it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from sandbox_agent.providers.errors import RetryNotice
 
 
 class Exchange(BaseModel):
@@ -123,6 +126,29 @@ class KnowsItsContext(Protocol):
     def prompt_token_budget(self) -> int | None:
         """Tokens the prompt may take: the context window less the reply's cap; None if
         unknown."""
+        ...
+
+
+class Cancellation(Protocol):
+    """What a provider watches of its run's ``sandbox.base.CancelToken``."""
+
+    @property
+    def cancelled(self) -> bool: ...
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to ``seconds``, waking at once on cancellation; True if cancelled."""
+        ...
+
+
+@runtime_checkable
+class Watchful(Protocol):
+    """A provider whose requests its run can stop and hear about: the run's cancel stops
+    the request in flight and every retry, and each retry is announced before its wait."""
+
+    def watch(
+        self, cancel: Cancellation, on_retry: Callable[[RetryNotice], None] | None = None
+    ) -> None:
+        """Watch ``cancel`` from now on; tell ``on_retry`` of each retry."""
         ...
 
 

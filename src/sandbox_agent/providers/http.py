@@ -7,18 +7,21 @@ call for ever. This client refuses all three: a redirect is an error answer (``H
 3xx``), an answer over ``MAX_RESPONSE_BYTES`` is dropped unread, and each request ends
 at its deadline (``DEFAULT_REQUEST_TIMEOUT_SECONDS`` from its start, or the run's
 wall clock, whichever comes first; at most one read timeout later when a server goes
-silent at the last moment).
+silent at the last moment). Once watching a run (``watch``), its cancel stops the request
+in flight at once (``providers.abort``): ``RequestCancelled``.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import httpx2
 from typing_extensions import override
 
 from sandbox_agent.ledger.meter import Failure, UnreadableAnswer, unreadable_answer
+from sandbox_agent.providers.abort import Watcher, make_abortable
+from sandbox_agent.providers.base import Cancellation
 from sandbox_agent.providers.errors import ProviderError, snippet
 
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
@@ -33,6 +36,10 @@ class ResponseTooLarge(httpx2.TransportError):
 
 class RunDeadlinePassed(httpx2.TimeoutException):
     """The run's wall clock ran out during the request."""
+
+
+class RequestCancelled(httpx2.TransportError):
+    """The run was cancelled before or during the request."""
 
 
 SEEN_BYTES = 256
@@ -71,6 +78,27 @@ class BoundedTransport(httpx2.HTTPTransport):
         """``time.monotonic()`` value at which the run's wall clock runs out; set per turn."""
         self.seen: AnswerSeen | None = None
         """The last answer's head and first bytes."""
+        self._abortable = make_abortable(self._pool)
+        self._cancel: Cancellation | None = None
+        self._watcher: Watcher | None = None
+
+    def watch(self, cancel: Cancellation) -> None:
+        """Stop every request, the one in flight included, once ``cancel`` is set."""
+        self._cancel = cancel
+        if self._watcher is not None:
+            self._watcher.stop()
+        if self._abortable is not None:
+            self._watcher = Watcher(cancel, self._abortable)
+
+    def cancelled(self) -> bool:
+        """The run this transport watches was cancelled."""
+        return self._cancel is not None and self._cancel.cancelled
+
+    @override
+    def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.stop()
+        super().close()
 
     def _deadline(self) -> tuple[float, bool]:
         own = time.monotonic() + self.total_seconds
@@ -80,6 +108,16 @@ class BoundedTransport(httpx2.HTTPTransport):
 
     @override
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        if self.cancelled():
+            raise RequestCancelled("the run was cancelled", request=request)
+        try:
+            return self._bounded(request)
+        except httpx2.TransportError as error:
+            if self.cancelled() and not isinstance(error, RequestCancelled):
+                raise RequestCancelled("the run was cancelled", request=request) from error
+            raise
+
+    def _bounded(self, request: httpx2.Request) -> httpx2.Response:
         deadline, is_run = self._deadline()
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -99,7 +137,7 @@ class BoundedTransport(httpx2.HTTPTransport):
         inner = response.stream
         assert isinstance(inner, httpx2.SyncByteStream)  # noqa: S101 - an HTTPTransport's
         response.stream = _BoundedStream(
-            inner, request, deadline, is_run, self.max_bytes, seen=seen
+            inner, request, deadline, is_run, self.max_bytes, seen=seen, stopped=self.cancelled
         )
         return response
 
@@ -114,6 +152,7 @@ class _BoundedStream(httpx2.SyncByteStream):
         max_bytes: int,
         *,
         seen: AnswerSeen,
+        stopped: Callable[[], bool],
     ) -> None:
         self._inner = inner
         self._request = request
@@ -121,9 +160,18 @@ class _BoundedStream(httpx2.SyncByteStream):
         self._is_run = is_run
         self._max_bytes = max_bytes
         self._seen = seen
+        self._stopped = stopped
 
     @override
     def __iter__(self) -> Iterator[bytes]:
+        try:
+            yield from self._bounded()
+        except httpx2.TransportError as error:
+            if self._stopped() and not isinstance(error, RequestCancelled):
+                raise RequestCancelled("the run was cancelled", request=self._request) from error
+            raise
+
+    def _bounded(self) -> Iterator[bytes]:
         seen = 0
         for chunk in self._inner:
             if len(self._seen.head) < SEEN_BYTES:
@@ -171,6 +219,10 @@ def bounded_failure(error: Exception, transport: BoundedTransport | None = None)
     if isinstance(cause, ResponseTooLarge):
         message = f"the answer was over {MAX_RESPONSE_BYTES} bytes"
         error_ = ProviderError(kind="answer_too_large", message=message)
+        return Failure("failed", False, True, None, message, error_)
+    if isinstance(cause, RequestCancelled):
+        message = "the request was stopped: the run was cancelled"
+        error_ = ProviderError(kind="cancelled", message=message)
         return Failure("failed", False, True, None, message, error_)
     if isinstance(cause, RunDeadlinePassed):
         message = "the run's wall clock ran out"

@@ -20,11 +20,30 @@ from sandbox_agent.ledger.meter import (
 )
 from sandbox_agent.ledger.prices import price_for
 from sandbox_agent.ledger.store import open_ledger
-from sandbox_agent.providers.base import CUT_OFF_NOTE, ModelReply, ProviderOptions
+from sandbox_agent.providers.base import CUT_OFF_NOTE, Cancellation, ModelReply, ProviderOptions
+from sandbox_agent.providers.errors import RetryNotice
 from sandbox_agent.providers.gate import GatePass, check_gate
-from sandbox_agent.providers.http import DEFAULT_REQUEST_TIMEOUT_SECONDS
+from sandbox_agent.providers.http import DEFAULT_REQUEST_TIMEOUT_SECONDS, BoundedTransport
 
-__all__ = ["DEFAULT_REQUEST_TIMEOUT_SECONDS", "open_meter", "send_metered"]
+__all__ = ["DEFAULT_REQUEST_TIMEOUT_SECONDS", "WatchedRequests", "open_meter", "send_metered"]
+
+
+class WatchedRequests:
+    """``providers.base.Watchful`` for a provider with a ``Meter`` and a
+    ``BoundedTransport``: the run's cancel stops the request in flight (the transport),
+    ends the wait before a retry and sends no retry after it (the meter)."""
+
+    _meter: Meter
+    _transport: BoundedTransport
+
+    def watch(
+        self, cancel: Cancellation, on_retry: Callable[[RetryNotice], None] | None = None
+    ) -> None:
+        """Watch ``cancel`` from now on; tell ``on_retry`` of each retry before its wait."""
+        self._meter.on_retry = on_retry
+        self._meter.stopped = lambda: cancel.cancelled
+        self._meter.sleep = cancel.wait
+        self._transport.watch(cancel)
 
 
 def open_meter(

@@ -49,6 +49,7 @@ from sandbox_agent.providers.http import (
 )
 from sandbox_agent.providers.metered import (
     DEFAULT_REQUEST_TIMEOUT_SECONDS,
+    WatchedRequests,
     open_meter,
     send_metered,
 )
@@ -136,7 +137,7 @@ def read(completion: ChatCompletion, *, native: bool = True) -> Answer:
     )
 
 
-class OpenAICompatProvider(Provider):
+class OpenAICompatProvider(WatchedRequests, Provider):
     """Model turns from a chat completions endpoint, each request metered through the ledger."""
 
     name = "openai"

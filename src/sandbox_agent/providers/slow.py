@@ -8,26 +8,45 @@ a run still going when something happens to its node. Not a model result.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from typing_extensions import override
 
-from sandbox_agent.providers.base import ModelReply, ModelRequest, Provider, ProviderOptions
+from sandbox_agent.providers.base import (
+    Cancellation,
+    ModelReply,
+    ModelRequest,
+    Provider,
+    ProviderOptions,
+)
+from sandbox_agent.providers.errors import RetryNotice
 from sandbox_agent.providers.scripted import ScriptedProvider, plan_from_options
 
 TURN_SECONDS = 1.0
 
 
 class SlowScriptedProvider(ScriptedProvider):
-    """Each turn is the plan's next step, given after ``TURN_SECONDS`` (or the deadline)."""
+    """Each turn is the plan's next step, given after ``TURN_SECONDS`` (or the deadline,
+    or the run's cancel: a thinking model is interrupted like a real one)."""
 
     name = "scripted-slow"
+    _cancel: Cancellation | None = None
+
+    def watch(
+        self, cancel: Cancellation, on_retry: Callable[[RetryNotice], None] | None = None
+    ) -> None:
+        """Wake from a turn's wait when ``cancel`` is set (``providers.base.Watchful``)."""
+        self._cancel = cancel
 
     @override
     def complete(self, request: ModelRequest) -> ModelReply:
         wait = TURN_SECONDS
         if request.deadline is not None:
             wait = max(0.0, min(wait, request.deadline - time.monotonic()))
-        time.sleep(wait)
+        if self._cancel is None:
+            time.sleep(wait)
+        else:
+            self._cancel.wait(wait)
         reply = super().complete(request)
         return reply.model_copy(update={"model": self.name})
 
