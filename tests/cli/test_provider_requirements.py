@@ -127,11 +127,6 @@ def test_no_plan_names_each_real_provider_and_how_to_turn_it_on() -> None:
     assert "scripted-slow" not in message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs providers/scripted.py to raise UsageError(no_plan_message()) (issue 30, "
-    "item 6; not this change's file): remove this mark with that change",
-)
 def test_a_run_without_provider_or_plan_says_which_models_exist(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

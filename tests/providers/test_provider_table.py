@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sandbox_agent.errors import UsageError
-from sandbox_agent.providers import PROVIDERS, create_provider
+from sandbox_agent.providers import PROVIDERS, TEST_DOUBLES, create_provider
 from sandbox_agent.providers.adversarial import OUT_OF_POLICY_TURNS
 from sandbox_agent.providers.base import Exchange, ModelRequest, ProviderOptions
 from sandbox_agent.providers.injection import find_directives
@@ -31,7 +31,7 @@ def test_unknown_provider_lists_the_valid_ones() -> None:
     message = str(caught.value)
     assert "\n" not in message
     for name in PROVIDERS:
-        assert name in message
+        assert (name in message) == (name not in TEST_DOUBLES)
 
 
 def test_table_names_the_real_providers_lazily() -> None:
@@ -80,7 +80,7 @@ def test_bad_plan_file_is_one_line(tmp_path: Path, content: str, fragment: str) 
 def test_missing_plan(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="cannot read plan file"):
         load_plan(tmp_path / "nope.json")
-    with pytest.raises(UsageError, match="pass --plan FILE"):
+    with pytest.raises(UsageError, match="give --plan FILE to replay one"):
         create_provider("scripted", ProviderOptions())
 
 

@@ -20,7 +20,10 @@ def plan_from_options(options: ProviderOptions) -> Plan:
     """
     path = options.plan_path or options.reference_plan_path
     if path is None:
-        raise UsageError("no plan: pass --plan FILE (this repository has no reference plan)")
+        # The default provider: a user who named none learns which real models there are.
+        from sandbox_agent.providers import no_plan_message
+
+        raise UsageError(no_plan_message())
     return load_plan(path)
 
 
