@@ -29,6 +29,9 @@ RunStatus = Literal[
 ]
 RunnerChoice = Literal["auto", "unittest", "pytest"]
 
+MAX_OUTPUT_TAIL_CHARS = 4000
+"""``FinalTests.output_tail``, at most: room for the 2 KiB tail with every character
+widened by redaction markers."""
 DEFAULT_MAX_ITERATIONS = 20
 DEFAULT_MAX_TOOL_CALLS = 30
 DEFAULT_MAX_WALL_SECONDS = 300.0
@@ -166,6 +169,10 @@ class FinalTests(BaseModel):
     missing_tests: list[str] = Field(default_factory=list, max_length=20)
     """The first of those the final run did not run (``broken:<module>`` for a module of
     the original that could not be imported and none of whose tests ran)."""
+    output_tail: str | None = Field(None, max_length=MAX_OUTPUT_TAIL_CHARS)
+    """The last lines of that run's output, as a ``run_tests`` call shows them to the
+    model (at most 20 lines of 200 characters, 2 KiB, control characters replaced), then
+    redacted; None when it printed nothing (issue 30)."""
 
 
 class RunEnvironment(BaseModel):

@@ -28,6 +28,9 @@ def render(result: RunResult) -> str:
         f"{tests.failures} failed, sandbox {tests.status}"
         + (" (the last run_tests, on the same bytes)" if tests.reused else "")
     )
+    if tests is not None and not tests.passed and tests.output_tail:
+        lines.append("test output:   the last lines, as run_tests shows them to the model:")
+        lines.extend(f"    {line}" for line in tests.output_tail.splitlines())
     lines.append(f"files changed: {', '.join(result.files_changed) or 'none'}")
     fixture = result.fixture
     intact = "intact" if fixture.intact else "CHANGED"

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from sandbox_agent.controller.loop import LoopState, LoopStop
 from sandbox_agent.controller.models import (
+    MAX_OUTPUT_TAIL_CHARS,
     CandidateRecord,
     FinalTests,
     FixtureIntegrity,
@@ -284,6 +285,7 @@ class RunSession:
                 reused=final.reused,
                 baseline_tests=final.baseline_tests or 0,
                 missing_tests=list(final.missing_tests[:20]),
+                output_tail=output_tail(final, redact),
             ),
             budget_used=state.used,
             fixture=FixtureIntegrity(
@@ -406,6 +408,17 @@ def _environment_fields(environment: Environment | None) -> dict[str, Any] | Non
         "resolved": environment.resolved,
         "prepare_ms": environment.prepare_ms,
     }
+
+
+def output_tail(final: TestRun, redact: Redactor) -> str | None:
+    """The test output lines of ``final``'s summary (what a ``run_tests`` call shows the
+    model: its first line is the verdict, the rest the output's last lines), redacted,
+    then cut to its last ``MAX_OUTPUT_TAIL_CHARS``; None when there are none."""
+    _, _, tail = final.summary.partition("\n")
+    tail = redact.text(tail).strip("\n")
+    if not tail:
+        return None
+    return tail if len(tail) <= MAX_OUTPUT_TAIL_CHARS else "…" + tail[-MAX_OUTPUT_TAIL_CHARS + 1 :]
 
 
 def _record_retry(trace: TraceWriter, notice: RetryNotice) -> None:

@@ -65,6 +65,11 @@ export function renderVerdicts(list, result, heldout) {
       [fmt.count(final.tests_run, "test run", "tests run"), fmt.count(final.failures, "failure")].filter(Boolean).join(", ") +
       (str(final.status) ? " (" + final.status + ")" : "") + (final.reused === true ? " · reused the last whole-suite run of the same bytes" : "");
     fact(list, "Final tests", verdict, final.passed === true ? "good" : "bad");
+    if (str(final.output_tail)) {
+      // Bounded and redacted by the controller; shown as text, open when the tests failed.
+      const output = el("pre", final.output_tail, "raw test-output");
+      fact(list, "Test output", collapsible("The last lines, as run_tests shows them to the model", output, final.passed !== true, "test-output"));
+    }
     fact(list, "Judged by", judgeText(final.judge || "in_process"));
   } else if (result.final_tests === null) {
     fact(list, "Final tests", "none: the controller made no final test run (see the reason)", "bad");
