@@ -221,3 +221,20 @@ def test_the_default_strategy_depends_on_the_provider(provider: str) -> None:
     expected = "repair" if provider == "local" else "tools"
     assert strategy_for(argparse.Namespace(strategy=None, provider=provider)) == expected
     assert strategy_for(argparse.Namespace(strategy="tools", provider=provider)) == "tools"
+
+
+def test_tests_that_time_out_are_repaired_from_what_the_test_modules_import(
+    tmp_path: Path,
+) -> None:
+    timed_out = SandboxResult(
+        status="timeout",
+        reason="the test command ran past 10 s",
+        started=True,
+        runtime="runc",
+        attested=True,
+        output=b"",
+        cleanup="removed",
+    )
+    result, _ = run(tmp_path, [FIXED], [timed_out, PASSING])
+    assert result.status == "SUCCEEDED", result.reason
+    assert [c.outcome for c in result.candidates] == ["passed"]

@@ -164,11 +164,12 @@ class _Repair:
         baseline = self.toolbox.test_runs[-1]
         if baseline.passed:
             return self._answer(prompts.ANSWER_TESTS_PASS.format(tests_run=baseline.tests_run))
-        if baseline.tests_run == 0:
-            return LoopStop(
-                "finished", f"no visible test ran ({baseline.reason}): nothing to repair"
-            )
+        if baseline.status not in ("completed", "timeout"):
+            why = f"the visible tests did not run to an end ({baseline.reason})"
+            return LoopStop("finished", why)
         output = baseline.sandbox.output.decode("utf-8", errors="replace")
+        if baseline.status == "timeout":  # no traceback says where: say what happened
+            output = f"The tests did not finish: {baseline.reason}\n{output}"
         context = self._localise(output)
         if not context.targets:
             return LoopStop("finished", "no editable function was found from the failing tests")
@@ -382,11 +383,10 @@ class _Repair:
     def _localise(self, output: str) -> Context:
         from sandbox_agent.repair.localise import localise
 
-        return localise(
-            frames(output),
-            self._read,
-            lambda path: self.toolbox.policy.protected_reason(path) is not None,
-        )
+        files, _more = self.toolbox.repository_files(records.MAX_FILES_WITH_TASK)
+        protected = self.toolbox.policy.protected_reason
+        tests = tuple(f for f in files if f.endswith(".py") and protected(f) is not None)
+        return localise(frames(output), self._read, lambda path: protected(path) is not None, tests)
 
     def _read(self, path: str) -> str | None:
         try:

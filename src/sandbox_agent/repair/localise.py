@@ -5,7 +5,9 @@
 2. Frames in protected files (tests) name the failing test's function: shown read-only.
 3. When no frame reaches editable code (an ``assert f(x) == y`` fails in the test
    itself), the names the failing tests' modules import from editable modules are the
-   targets (``from solution import f``; ``import pkg.mod`` then ``pkg.mod.f``).
+   targets (``from solution import f``).
+4. When there is no frame at all (the tests timed out, or died), the test modules the
+   runner would load stand in for the failing ones.
 
 Everything is bounded: a few targets, a few tests, a character budget for each.
 """
@@ -133,8 +135,11 @@ def imported_targets(test_text: str, read: Read, protected: Protected) -> list[t
     return found
 
 
-def localise(frames: list[Frame], read: Read, protected: Protected) -> Context:
-    """The functions to fix and the failing tests to show, from a failing run's frames."""
+def localise(
+    frames: list[Frame], read: Read, protected: Protected, test_files: tuple[str, ...] = ()
+) -> Context:
+    """The functions to fix and the failing tests to show, from a failing run's frames
+    (``test_files``: the test modules, for a run that left none)."""
     targets: dict[tuple[str, str], Site] = {}
     tests: dict[tuple[str, str], Site] = {}
     texts: dict[str, str | None] = {}
@@ -156,7 +161,8 @@ def localise(frames: list[Frame], read: Read, protected: Protected) -> Context:
         if len(into) < limit:
             into.setdefault((site.path, site.qualname), site)
     if not targets:
-        for path in dict.fromkeys(site.path for site in tests.values()):
+        failing = [site.path for site in tests.values()] or list(test_files[:MAX_TESTS])
+        for path in dict.fromkeys(failing):
             text = text_of(path) or ""
             for target_path, name in imported_targets(text, text_of, protected):
                 module = text_of(target_path) or ""
