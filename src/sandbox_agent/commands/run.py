@@ -62,6 +62,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runtime", choices=("runc", "runsc"), default="runc")
     parser.add_argument("--runner", choices=("auto", "unittest", "pytest"), default="auto")
     parser.add_argument(
+        "--allow-no-tests",
+        action="store_true",
+        help="run on a repository with no test file, for a task that needs none (such a run "
+        "cannot end SUCCEEDED; default: refused before the first model call)",
+    )
+    parser.add_argument(
         "--prestart",
         type=int,
         default=2,
@@ -138,6 +144,7 @@ def build_config(args: argparse.Namespace) -> RunConfig:
             run_id=args.run_id,
             strategy=strategy_for(args),
             repair=repair_options_from(args),
+            allow_no_tests=args.allow_no_tests,
         )
     except ValidationError as error:
         first = error.errors(include_url=False)[0]

@@ -132,6 +132,10 @@ class RunConfig(BaseModel):
     """``tools``: the model drives the six tools; ``repair``: the controller gathers the
     context, samples whole-function candidates and checks each in a sandbox."""
     repair: RepairOptions = RepairOptions()
+    allow_no_tests: bool = False
+    """Run on a repository with no test file (``--allow-no-tests``): a task that needs no
+    tests, which cannot end ``SUCCEEDED``; otherwise such a repository is refused before
+    the first model call (``controller.test_files``)."""
 
 
 class FixtureIntegrity(BaseModel):

@@ -31,6 +31,7 @@ from sandbox_agent.controller.models import (
 from sandbox_agent.controller.recording import RecordingBackend, sandbox_run_fields
 from sandbox_agent.controller.source import Source, resolve_source
 from sandbox_agent.controller.status import Evidence, FinalTestEvidence, compute_status
+from sandbox_agent.controller.test_files import require_tests
 from sandbox_agent.errors import InfrastructureError, UsageError
 from sandbox_agent.providers import create_provider
 from sandbox_agent.providers.base import KnowsItsPlan, Provider, Watchful
@@ -92,8 +93,9 @@ class RunSession:
         which comes first, ends by then too.
 
         Raises:
-            UsageError: bad fixture, repository, provider, plan, or a run id already used;
-                ``DependencyError``: its dependency environment cannot be made.
+            UsageError: bad fixture, repository, provider, plan, a run id already used, or
+                a repository with no tests (unless allowed); ``DependencyError``: its
+                dependency environment cannot be made.
             SetupError: no Docker daemon or runner image.
         """
         from sandbox_agent.deps import prepare_environment
@@ -110,6 +112,8 @@ class RunSession:
         if run_dir.exists():
             raise UsageError(f"run folder {run_dir} already exists; choose another run id")
         environment = prepare_environment(source.path, config.deps, deadline=deadline)
+        if not config.allow_no_tests:  # before the provider: no model call, no server start
+            require_tests(source.path, config.runner, label=source.label)
         provider = create_provider(config.provider, options)
         owned = sandbox is None
         try:
