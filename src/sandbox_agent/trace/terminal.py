@@ -70,8 +70,8 @@ class TerminalProgress:
             with self._lock:
                 waiting = self._lines.waiting()
                 elapsed = self._clock() - self._since
-                if waiting is None:
-                    continue
+                if waiting is None or elapsed < TICK_SECONDS:
+                    continue  # nothing to wait for, or no wait worth a line yet
                 if self._live:
                     self._write(f"  … {waiting}, {elapsed:.0f} s", live=True)
                 elif elapsed - self._said >= self._every:
