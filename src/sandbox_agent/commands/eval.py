@@ -74,7 +74,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--plans",
         default=None,
         metavar="DIR",
-        help="DIR/<task id>.json (a plan file) replaces that task's reference plan",
+        help="DIR/<task id>.json (a plan file) replaces that task's reference plan "
+        "(default: each task's own reference plan)",
     )
     parser.add_argument(
         "--max-iterations",
@@ -88,8 +89,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="every task's wall clock instead of its own (slow local models)",
     )
-    parser.add_argument("--runtime", choices=("runc", "runsc"), default="runc")
-    parser.add_argument("--fixtures-dir", default=None, help="the project's fixtures folder")
+    parser.add_argument(
+        "--runtime",
+        choices=("runc", "runsc"),
+        default="runc",
+        help="container runtime (default runc)",
+    )
+    parser.add_argument(
+        "--fixtures-dir",
+        default=None,
+        help="where fixtures live (default: the project's fixtures/)",
+    )
     from sandbox_agent.commands.realmodel import add_real_model_arguments
 
     add_real_model_arguments(parser)
@@ -98,7 +108,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="ADDRESS",
         help="run on a Ray cluster: auto (make cluster-up's, or this machine's), "
-        "ray://HOST:PORT or HOST:PORT; each run record names its node",
+        "ray://HOST:PORT or HOST:PORT; each run record names its node (default: this host)",
     )
     parser.add_argument(
         "--retry-lost",
