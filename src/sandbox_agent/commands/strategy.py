@@ -14,12 +14,8 @@ from sandbox_agent.controller.models import (
     STRATEGIES,
     RepairOptions,
     Strategy,
+    default_strategy,
 )
-
-REPAIR_BY_DEFAULT = ("local",)
-"""Providers whose default strategy is ``repair``: a small local model fixes far more
-with the controller leading (docs/results, issue 29); every other provider defaults to
-``tools``, the model-driven loop a strong hosted model drives well."""
 
 
 def add_strategy_arguments(parser: argparse.ArgumentParser) -> None:
@@ -82,7 +78,7 @@ def strategy_for(args: argparse.Namespace) -> Strategy:
     chosen: Strategy | None = args.strategy
     if chosen is not None:
         return chosen
-    return "repair" if args.provider in REPAIR_BY_DEFAULT else "tools"
+    return default_strategy(args.provider)
 
 
 def repair_options_from(args: argparse.Namespace) -> RepairOptions:

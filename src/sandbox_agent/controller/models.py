@@ -65,6 +65,17 @@ MAX_PRESTART = 4
 
 Strategy = Literal["tools", "repair"]
 STRATEGIES: tuple[Strategy, ...] = ("tools", "repair")
+REPAIR_BY_DEFAULT: tuple[str, ...] = ("local",)
+"""Providers whose default strategy is ``repair``: a small local model fixes far more
+with the controller leading (docs/results, issue 29); every other provider defaults to
+``tools``, the model-driven loop a strong hosted model drives well."""
+
+
+def default_strategy(provider: str) -> Strategy:
+    """The strategy a run of ``provider`` uses when none is asked for."""
+    return "repair" if provider in REPAIR_BY_DEFAULT else "tools"
+
+
 DEFAULT_CANDIDATES = 5
 """First-round candidates of ``repair``: one greedy, then sampled ones (issue 29: the
 development split's best-of-5 was worth 7 rows over greedy alone)."""

@@ -10,8 +10,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
-from sandbox_agent.commands.strategy import REPAIR_BY_DEFAULT
-from sandbox_agent.controller.models import Budgets, RepairOptions, Strategy
+from sandbox_agent.controller.models import Budgets, RepairOptions, Strategy, default_strategy
 from sandbox_agent.errors import SandboxAgentError
 from sandbox_agent.providers import PROVIDERS
 from sandbox_agent.providers.gate import KEY_ENV, OFFLINE_ENV
@@ -58,11 +57,6 @@ class Admitted(NamedTuple):
     budgets: Budgets
     repair: RepairOptions | None
     """Strategy ``repair`` only."""
-
-
-def default_strategy(provider: str) -> Strategy:
-    """The CLI's rule (``commands.strategy.strategy_for``): repair for ``local``."""
-    return "repair" if provider in REPAIR_BY_DEFAULT else "tools"
 
 
 def maxima(settings: ServiceSettings) -> dict[str, int | float]:

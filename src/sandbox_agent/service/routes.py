@@ -12,10 +12,10 @@ from fastapi import Path as PathParam
 from fastapi.responses import PlainTextResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from sandbox_agent.controller.models import STRATEGIES
+from sandbox_agent.controller.models import STRATEGIES, default_strategy
 from sandbox_agent.evidence import VerifyReport
 from sandbox_agent.service import views
-from sandbox_agent.service.admission import Refused, default_strategy, maxima
+from sandbox_agent.service.admission import Refused, maxima
 from sandbox_agent.service.auth import token_matches
 from sandbox_agent.service.executor import QueueFull, RunManager, ServiceStopping
 from sandbox_agent.service.hooks import PreflightCache
