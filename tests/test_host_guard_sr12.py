@@ -16,10 +16,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from sandbox_agent.service import ServiceSettings, create_app
-from sandbox_agent.service.fake_run import FakeRunFunction
 from sandbox_agent.service.models import PreflightStatus
 from sandbox_agent.viewer.app import create_view_app
 from sandbox_agent.viewer.settings import ViewSettings
+from service.fake_run import FakeRunFunction
 
 REFUSED = [
     "127.0.0.1:80@evil.example",

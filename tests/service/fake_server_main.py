@@ -16,10 +16,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from fake_run import FakeRunFunction
+
 from sandbox_agent.controller.models import RunConfig, RunResult
 from sandbox_agent.sandbox.base import CancelToken
 from sandbox_agent.service import ServiceSettings, create_app
-from sandbox_agent.service.fake_run import FakeRunFunction
 from sandbox_agent.service.models import PreflightStatus
 from sandbox_agent.service.server import build_server
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import httpx
 import pytest
+from fake_run import FakeRunFunction
 
 from browser_harness import chromium
 from sandbox_agent.service import ServiceSettings, create_app
 from sandbox_agent.service.executor import RunFunction
-from sandbox_agent.service.fake_run import FakeRunFunction
 from sandbox_agent.service.models import IN_FLIGHT, PreflightStatus
 from sandbox_agent.service.server import build_server
 

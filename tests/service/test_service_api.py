@@ -8,9 +8,9 @@ import time
 from collections.abc import Callable
 
 import httpx
+from fake_run import FAKE_DIFF, FakeRunFunction
 from service_harness import HeldAfterFirstCall, LiveServer, wait_finished, wait_status
 
-from sandbox_agent.service.fake_run import FAKE_DIFF, FakeRunFunction
 from sandbox_agent.service.settings import ServiceSettings
 
 SUBMISSION = {"fixture": "paginator", "task": "fix the page count"}

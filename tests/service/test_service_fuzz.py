@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import schemathesis
+from fake_run import FakeRunFunction
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
@@ -17,7 +18,6 @@ from schemathesis.specs.openapi.checks import (
 from service_harness import TOKEN, LiveServer, make_fixtures
 
 from sandbox_agent.service import create_app
-from sandbox_agent.service.fake_run import FakeRunFunction
 from sandbox_agent.service.models import PreflightStatus
 from sandbox_agent.service.settings import ServiceSettings
 

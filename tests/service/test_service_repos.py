@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_run import FakeRunFunction
 from pydantic import ValidationError
 from service_harness import LiveServer, wait_finished
 
 from sandbox_agent.controller.models import RunConfig, RunResult
-from sandbox_agent.service.fake_run import FakeRunFunction
 from sandbox_agent.service.repos import (
     REPO_ROOT_FLAG,
     RepoRefused,

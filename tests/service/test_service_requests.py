@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from fake_run import FakeRunFunction
 from service_harness import LiveServer, wait_finished
 
 from sandbox_agent.controller.models import (
@@ -19,7 +20,6 @@ from sandbox_agent.controller.models import (
 )
 from sandbox_agent.service import settings as service_settings
 from sandbox_agent.service.admission import BUDGET_MAXIMA, REPAIR_MAXIMA
-from sandbox_agent.service.fake_run import FakeRunFunction
 from sandbox_agent.service.settings import ServiceSettings
 
 SUBMISSION = {"fixture": "paginator", "task": "fix the page count"}

@@ -11,9 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+from fake_run import FakeRunFunction
 from service_harness import TOKEN, LiveServer, wait_finished, wait_status
 
-from sandbox_agent.service.fake_run import FakeRunFunction
 from sandbox_agent.service.settings import ServiceSettings
 
 SUBMISSION = {"fixture": "paginator", "task": "fix it"}

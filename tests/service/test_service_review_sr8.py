@@ -27,12 +27,12 @@ from typing import Any
 
 import httpx
 import pytest
+from fake_run import FakeRunFunction
 from service_harness import TOKEN, LiveServer, wait_finished, wait_status
 
 from sandbox_agent.controller.models import RunConfig, RunResult
 from sandbox_agent.sandbox.base import CancelToken
 from sandbox_agent.service.executor import EventSink
-from sandbox_agent.service.fake_run import FakeRunFunction
 from sandbox_agent.service.models import PreflightStatus
 from sandbox_agent.service.settings import ServiceSettings
 

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+from fake_run import FakeRunFunction
 from service_harness import TOKEN, LiveServer
 
 from sandbox_agent.cli import main
 from sandbox_agent.errors import SetupError
 from sandbox_agent.httpguard import is_loopback_name as is_loopback
 from sandbox_agent.service.auth import load_or_create_token, token_matches
-from sandbox_agent.service.fake_run import FakeRunFunction
 from sandbox_agent.service.settings import ServiceSettings
 
 SUBMISSION = {"fixture": "paginator", "task": "fix it"}

@@ -10,12 +10,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from fake_run import FakeRunFunction
 from service_harness import LiveServer
 
 from sandbox_agent.controller.models import RunConfig, RunResult
 from sandbox_agent.sandbox.base import CancelToken
 from sandbox_agent.service.executor import RunManager
-from sandbox_agent.service.fake_run import FakeRunFunction
 from sandbox_agent.service.models import SubmitRequest
 from sandbox_agent.service.ratelimit import RateLimiter, retry_after_header
 from sandbox_agent.service.settings import ServiceSettings

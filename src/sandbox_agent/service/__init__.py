@@ -5,8 +5,8 @@ Public entry points::
     from sandbox_agent.service import ServiceSettings, create_app
     app = create_app(ServiceSettings(token=...), run_fn=run_task)
 
-``FakeRunFunction`` (``sandbox_agent.service.fake_run``) is a deterministic run
-function with ``run_task``'s signature, for tests and demos without Docker.
+A deterministic run function with ``run_task``'s signature, for tests without Docker, is
+a test double: ``tests/service/fake_run.py``.
 """
 
 from __future__ import annotations

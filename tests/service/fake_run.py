@@ -1,4 +1,4 @@
-"""A real, deterministic run function for the service's tests and demos (no Docker, no model).
+"""A deterministic run function for the service's tests (no Docker, no model): a test double.
 
 It has ``run_task``'s signature, emits trace events as a run would (one of them a
 denial, one a sandbox test run with its evidence), honours the ``CancelToken``, and
