@@ -68,3 +68,56 @@ def test_no_tool_runs_after_a_cancel_that_came_during_the_model_turn(tmp_path: P
     events = [json.loads(line)["event"] for line in trace.path.read_text().splitlines()]
     assert events == ["model_turn"]  # recorded, and nothing after it
     assert provider.requests == 1
+
+
+def test_no_candidate_is_applied_after_a_cancel_that_came_during_its_reply(
+    tmp_path: Path,
+) -> None:
+    from sandbox_agent.controller.repair_loop import repair_loop
+    from sandbox_agent.sandbox.fake import completed
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "core.py").write_text("def f():\n    return 1\n")
+    (repo / "test_core.py").write_text(
+        "import unittest\nfrom core import f\n\n"
+        "class T(unittest.TestCase):\n    def test_f(self):\n        assert f() == 2\n"
+    )
+    output = (
+        b"FAIL: test_f (test_core.T.test_f)\nTraceback (most recent call last):\n"
+        b'  File "/workspace/test_core.py", line 6, in test_f\n    assert f() == 2\n'
+        b"AssertionError\n"
+    )
+    cancel = CancelToken()
+
+    class CancelledWhileWriting:
+        name = "cancelled-while-writing"
+
+        def complete(self, request: ModelRequest) -> ModelReply:
+            cancel.cancel()
+            return ModelReply(text="```python\ndef f():\n    return 2\n```", usage=Usage())
+
+        def close(self) -> None:
+            """Nothing held."""
+
+    trace = TraceWriter(tmp_path / "run", "run", Redactor(), None)
+    state = LoopState()
+    failing = completed(exit_code=1, tests_run=1, failures=1, output=output)
+    with Workspace.create(repo) as workspace:
+        toolbox = ToolBox(
+            workspace, Policy(runner="unittest"), FakeBackend([failing]), cancel=cancel
+        )
+        try:
+            stop = repair_loop(
+                RunConfig(task="Fix f.", repo=repo, strategy="repair"),
+                provider=CancelledWhileWriting(),  # type: ignore[arg-type]
+                toolbox=toolbox,
+                trace=trace,
+                state=state,
+                cancel=cancel,
+            )
+            assert stop.end == "cancelled"
+            assert "return 1" in (workspace.root / "core.py").read_text()
+        finally:
+            trace.close()
+    assert [call.tool for call in state.tool_calls] == ["run_tests", "read_file", "read_file"]

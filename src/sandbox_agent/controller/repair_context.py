@@ -1,0 +1,51 @@
+"""What the ``repair`` strategy shows the model: the failure localised in the workspace
+(``repair.localise``), and the first request's text (``prompts.REPAIR_TASK``)."""
+
+from __future__ import annotations
+
+from sandbox_agent import prompts
+from sandbox_agent.controller import records
+from sandbox_agent.errors import ToolDenied
+from sandbox_agent.repair.failures import failure_text, frames
+from sandbox_agent.repair.localise import Context, localise
+from sandbox_agent.tools.toolbox import ToolBox
+
+FAILURE_CHARS = 2500
+"""Test output shown to the model, at most (the failing tests' part of it)."""
+
+
+def read_text(toolbox: ToolBox, path: str) -> str | None:
+    """A workspace file's text (descriptor-relative, no links), or None."""
+    try:
+        content = toolbox.workspace.fs.read_bytes(path, toolbox.tool_limits.max_patch_file_bytes)
+        return content.decode("utf-8")
+    except (ToolDenied, UnicodeDecodeError, OSError):
+        return None
+
+
+def localise_run(toolbox: ToolBox, output: str) -> Context:
+    """The functions to fix and the tests to show, from a failing run's output; the test
+    modules stand in for frames when the run left none (a timeout)."""
+    files, _more = toolbox.repository_files(records.MAX_FILES_WITH_TASK)
+    protected = toolbox.policy.protected_reason
+    tests = tuple(f for f in files if f.endswith(".py") and protected(f) is not None)
+    return localise(
+        frames(output),
+        lambda path: read_text(toolbox, path),
+        lambda path: protected(path) is not None,
+        tests,
+    )
+
+
+def repair_prompt(task: str, output: str, context: Context) -> str:
+    """The first request's text: the task, the failure, the tests (read-only), the
+    functions to fix (with where they are), and what may be edited."""
+    tests = "".join(prompts.fenced(f"{s.header()} (read-only)", s.source) for s in context.tests)
+    return prompts.REPAIR_TASK.format(
+        task=task,
+        failure=failure_text(output, FAILURE_CHARS),
+        tests=f"\nThe failing test (read-only):\n{tests}" if tests else "",
+        targets="".join(prompts.fenced(s.header(), s.source) for s in context.targets),
+        editable=", ".join(dict.fromkeys(s.path for s in context.targets)),
+        what=prompts.what_to_write(s.name for s in context.targets),
+    )
