@@ -17,9 +17,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from sandbox_agent.canonical import canonical_json
 from sandbox_agent.deps.models import Package
 from sandbox_agent.deps.target import Target
-from sandbox_supervisor.protocol import canonical_json
 
 MANIFEST = "manifest.json"
 SITE = "site"

@@ -18,6 +18,8 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+# evals/ still imports canonical_json from here; the alias keeps it exported until then.
+from sandbox_agent.canonical import canonical_json as canonical_json  # noqa: PLC0414
 from sandbox_agent.errors import EvidenceError
 from sandbox_agent.evidence.keys import fingerprint, load_or_create_signing_key, public_key_bytes
 
@@ -37,13 +39,6 @@ REQUIRED_RECORD_FIELDS: tuple[str, ...] = (
     "source_path",
 )
 """What the controller's record must hold; extra fields are kept and signed too."""
-
-
-def canonical_json(value: Any) -> bytes:
-    """The one encoding that is signed: sorted keys, no spaces, ASCII, no NaN."""
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
-    ).encode()
 
 
 def _plain(value: Any) -> Any:

@@ -19,6 +19,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import BaseModel, ConfigDict
 
+from sandbox_agent.canonical import canonical_json
 from sandbox_agent.evidence.chain import (
     TRACE_FILE,
     BadEvent,
@@ -31,7 +32,6 @@ from sandbox_agent.evidence.seal import (
     EVIDENCE_FILE,
     EVIDENCE_SCHEMA,
     REQUIRED_RECORD_FIELDS,
-    canonical_json,
     signed_payload,
 )
 

@@ -14,12 +14,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from sandbox_agent.canonical import canonical_json
 from sandbox_agent.sandbox import seccomp
 from sandbox_agent.sandbox.base import JudgeRequest, Runtime, SandboxRequest
 from sandbox_agent.sandbox.owner import LABEL_OWNER, LABEL_SANDBOX
 from sandbox_supervisor.deps import DEPS_ROOT
 from sandbox_supervisor.identity import JUDGE_UID, PID1_CAPABILITIES, WORKLOAD_UID
-from sandbox_supervisor.protocol import canonical_json
 
 PROTOCOL_VERSION = 1
 SANDBOX_UID = WORKLOAD_UID
@@ -314,7 +314,7 @@ def _lookup(inspect: dict[str, Any], path: str) -> Any:
 def _matches(expected: Any, actual: Any) -> bool:
     if expected is None or expected is False:
         return actual in _EMPTY
-    return json.dumps(expected, sort_keys=True) == json.dumps(actual, sort_keys=True)
+    return canonical_json(expected) == canonical_json(actual)
 
 
 def verify(spec: ContainerSpec, inspect: dict[str, Any]) -> list[str]:

@@ -16,6 +16,7 @@ import threading
 import time
 from pathlib import Path
 
+from sandbox_agent.canonical import canonical_json
 from sandbox_agent.procstat import process_start_time
 
 WORKSPACE_PREFIX = "sandbox-agent-ws-"
@@ -42,8 +43,8 @@ def write_owner(folder: Path) -> None:
     partial = folder / f".{OWNER_FILE}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(partial, flags, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(owner_record(), handle, sort_keys=True)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(canonical_json(owner_record()))
     os.replace(partial, path)
 
 
