@@ -238,3 +238,9 @@ def test_tests_that_time_out_are_repaired_from_what_the_test_modules_import(
     result, _ = run(tmp_path, [FIXED], [timed_out, PASSING])
     assert result.status == "SUCCEEDED", result.reason
     assert [c.outcome for c in result.candidates] == ["passed"]
+
+
+def test_the_result_names_its_run_folder(tmp_path: Path) -> None:
+    result, _ = run(tmp_path, [FIXED], [FAILING, PASSING])
+    assert Path(result.run_dir) == Path(result.trace_path).parent
+    assert (Path(result.run_dir) / "result.json").is_file()

@@ -263,6 +263,8 @@ class RunResult(BaseModel):
     fixture: FixtureIntegrity
     trace_path: str
     tool_calls: list[ToolCallRecord]
+    run_dir: str = ""
+    """The run's folder: its trace, result, diff and evidence (``verify RUN_DIR``)."""
     provider: str = ""
     model: str = ""
     runtime: Runtime = "runc"

@@ -299,6 +299,7 @@ class RunSession:
                 sha256_copy=workspace.sha256_copy,
             ),
             trace_path=str(trace.path),
+            run_dir=str(self.run_dir),
             # Recorded redacted by the loop; again here, as ``result.json`` is public too.
             tool_calls=[
                 ToolCallRecord.model_validate(redact.value(call.model_dump()))
