@@ -34,6 +34,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "sandbox_agent.procstat",
         "sandbox_agent.httpguard",
         "sandbox_agent.canonical",
+        "sandbox_agent.denials",
         "sandbox_agent.prompts",
         "sandbox_agent.hostsetup",
     ),

@@ -2,6 +2,11 @@
 
 A denial changes nothing. Its code is stable (tests, traces and evaluation reports
 count by it); its message is one line the model can act on. Each code has a unit test.
+
+A vocabulary, not a rule: it imports nothing, so every layer that refuses something
+(``workspace`` for paths, ``policy`` for commands, ``tools`` for arguments) names its
+refusal from here (issue 31; it was ``policy/denials.py``, which ``workspace`` could
+only import by reaching up a layer).
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from sandbox_agent import denials
 from sandbox_agent.errors import ToolDenied
-from sandbox_agent.policy import COMMAND_ALLOWLIST, Policy, denials, detect_runner, runner_command
+from sandbox_agent.policy import COMMAND_ALLOWLIST, Policy, detect_runner, runner_command
 from sandbox_agent.policy.protected import protected_reason
 
 

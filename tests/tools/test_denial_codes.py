@@ -8,8 +8,9 @@ from collections.abc import Callable
 import pytest
 from toolbox_helpers import ALL, call
 
+from sandbox_agent import denials
 from sandbox_agent.errors import ToolDenied
-from sandbox_agent.policy import Policy, denials, runner_command
+from sandbox_agent.policy import Policy, runner_command
 from sandbox_agent.tools import ToolBox, ToolCall, parse_tool_call
 from sandbox_agent.tools.contracts import ReadFileArgs
 from sandbox_agent.workspace import Workspace

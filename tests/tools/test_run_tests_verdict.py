@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from toolbox_helpers import call
 
-from sandbox_agent.policy import Policy, denials
+from sandbox_agent import denials
+from sandbox_agent.policy import Policy
 from sandbox_agent.sandbox.base import CancelToken, SandboxLimits
 from sandbox_agent.sandbox.fake import FakeBackend, completed, refused
 from sandbox_agent.tools import TestRun, ToolBox

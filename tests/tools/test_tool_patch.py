@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from toolbox_helpers import call
 
-from sandbox_agent.policy import denials
+from sandbox_agent import denials
 from sandbox_agent.tools import ToolBox, ToolLimits
 from sandbox_agent.workspace import Workspace
 

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sandbox_agent import denials
 from sandbox_agent.errors import ToolDenied
-from sandbox_agent.policy import denials
 from sandbox_agent.workspace.paths import split_path
 from sandbox_agent.workspace.safefs import PlannedWrite, SafeFS
 

@@ -1,9 +1,8 @@
-"""Policy: protected paths, tool and command allowlists, denial codes.
+"""Policy: protected paths, the tool and command allowlists.
 
-Import order matters: ``denials`` has no dependencies, so the workspace layer can use it.
+The denial codes every layer refuses with are ``sandbox_agent.denials``, below this one.
 """
 
-from sandbox_agent.policy import denials
 from sandbox_agent.policy.commands import (
     COMMAND_ALLOWLIST,
     RUNNER_NAMES,
@@ -23,7 +22,6 @@ __all__ = [
     "RunnerCommand",
     "RunnerName",
     "collect_command",
-    "denials",
     "detect_runner",
     "protected_reason",
     "runner_command",

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Literal, NamedTuple
 
+from sandbox_agent import denials
 from sandbox_agent.errors import ToolDenied
-from sandbox_agent.policy import denials
 from sandbox_supervisor.launch import RUNNER_ARGV
 from sandbox_supervisor.run_tests import COLLECT_ONLY
 

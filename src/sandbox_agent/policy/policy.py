@@ -10,12 +10,11 @@ from pathlib import Path
 from sandbox_agent.policy.commands import RunnerName
 from sandbox_agent.policy.protected import fold, protected_reason
 from sandbox_agent.policy.runner_detect import detect_runner, pytest_test_paths
+from sandbox_agent.policy.toolnames import TOOL_NAMES
 
 
 def all_tools() -> frozenset[str]:
-    """The six tool names (imported here, not at the top: ``tools`` imports ``policy``)."""
-    from sandbox_agent.tools.contracts import TOOL_NAMES
-
+    """The six tool names."""
     return frozenset(TOOL_NAMES)
 
 

@@ -1,6 +1,8 @@
-"""The six tools: contracts, the parser, denial codes and the ToolBox that executes them."""
+"""The six tools: contracts, the parser and the ToolBox that executes them.
 
-from sandbox_agent.policy import denials
+The codes a tool call is refused with are ``sandbox_agent.denials``.
+"""
+
 from sandbox_agent.tools.contracts import TOOL_NAMES, ToolCall, ToolName, ToolOutcome
 from sandbox_agent.tools.limits import ToolLimits
 from sandbox_agent.tools.parse import parse_tool_call
@@ -15,7 +17,6 @@ __all__ = [
     "ToolLimits",
     "ToolName",
     "ToolOutcome",
-    "denials",
     "judge",
     "parse_tool_call",
 ]

@@ -6,19 +6,13 @@ The controller (never a provider) validates raw model output into a ``ToolCall``
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-ToolName = Literal["list_files", "read_file", "search", "apply_patch", "run_tests", "finish"]
-TOOL_NAMES: tuple[ToolName, ...] = (
-    "list_files",
-    "read_file",
-    "search",
-    "apply_patch",
-    "run_tests",
-    "finish",
-)
+# The names live below the policy (``policy.toolnames``); this module is the tools' face.
+from sandbox_agent.policy.toolnames import TOOL_NAMES as TOOL_NAMES  # noqa: PLC0414
+from sandbox_agent.policy.toolnames import ToolName as ToolName  # noqa: PLC0414
 
 MAX_PATH_CHARS = 4096
 MAX_PATTERN_CHARS = 1000

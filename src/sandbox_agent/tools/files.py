@@ -7,8 +7,8 @@ from typing import Any
 
 import re2
 
+from sandbox_agent import denials
 from sandbox_agent.errors import ToolDenied
-from sandbox_agent.policy import denials
 from sandbox_agent.tools.contracts import ListFilesArgs, ReadFileArgs, SearchArgs
 from sandbox_agent.tools.limits import ToolLimits
 from sandbox_agent.workspace.safefs import SafeFS

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
+from sandbox_agent import denials
 from sandbox_agent.errors import ToolDenied
-from sandbox_agent.policy import denials
 from sandbox_agent.tools.contracts import ARGS_MODELS, TOOL_NAMES, ToolCall
 
 MAX_SHOWN_NAME = 60

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from sandbox_agent import denials
 from sandbox_agent.errors import ToolDenied
-from sandbox_agent.policy import Policy, denials
+from sandbox_agent.policy import Policy
 from sandbox_agent.tools.contracts import ApplyPatchArgs
 from sandbox_agent.tools.files import ToolResult, decode_text
 from sandbox_agent.tools.limits import ToolLimits

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import time
 
+from sandbox_agent import denials
 from sandbox_agent.errors import ToolDenied, WorkspaceError
-from sandbox_agent.policy import Policy, denials, runner_command
+from sandbox_agent.policy import Policy, runner_command
 from sandbox_agent.sandbox.base import (
     CancelToken,
     EnvironmentMount,

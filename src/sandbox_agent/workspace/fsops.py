@@ -15,8 +15,8 @@ import stat
 from collections.abc import Callable, Iterator
 from typing import Literal, NamedTuple
 
+from sandbox_agent import denials
 from sandbox_agent.errors import ToolDenied, WorkspaceError
-from sandbox_agent.policy import denials
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC

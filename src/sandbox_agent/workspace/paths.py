@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import unicodedata
 
+from sandbox_agent import denials
 from sandbox_agent.errors import ToolDenied
-from sandbox_agent.policy import denials
 
 MAX_COMPONENT_BYTES = 255
 MAX_DEPTH = 64

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+from sandbox_agent import denials
 from sandbox_agent.errors import ToolDenied
-from sandbox_agent.policy import denials
 from sandbox_agent.workspace import fsops
 from sandbox_agent.workspace.paths import split_path
 
