@@ -21,18 +21,27 @@ import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from sandbox_agent.errors import ToolDenied, UsageError, WorkspaceError
 from sandbox_agent.workspace import fsops
-
-if TYPE_CHECKING:
-    from sandbox_agent.workspace.copy import WorkspaceLimits
 
 VCS_DIR_NAMES = frozenset({".git", ".hg", ".svn"})
 """Version-control folders, left out of the copy and of the original's digest at any depth
 (and protected, so the model cannot make one in the workspace either)."""
 EXCLUDED_NAMES = VCS_DIR_NAMES
+
+
+class TreeLimits(Protocol):
+    """The limits a digest refuses a tree by: ``copy.WorkspaceLimits`` is one (a Protocol,
+    so the copy can use this module's rules without this module importing the copy)."""
+
+    @property
+    def max_entries(self) -> int: ...
+    @property
+    def max_file_bytes(self) -> int: ...
+    @property
+    def max_total_bytes(self) -> int: ...
 
 
 def is_excluded(relpath: str) -> bool:
@@ -41,7 +50,7 @@ def is_excluded(relpath: str) -> bool:
 
 
 def tree_sha256(
-    path: Path, *, max_entries: int | None = None, limits: WorkspaceLimits | None = None
+    path: Path, *, max_entries: int | None = None, limits: TreeLimits | None = None
 ) -> str:
     """The hex sha256 of the original tree at ``path`` (VCS folders left out).
 
@@ -72,7 +81,7 @@ def _digest(
     skip: Callable[[str], bool] | None,
     *,
     max_entries: int | None,
-    limits: WorkspaceLimits | None,
+    limits: TreeLimits | None,
 ) -> str:
     if limits is not None:
         max_entries = limits.max_entries if max_entries is None else max_entries
@@ -98,7 +107,7 @@ def _digest(
     return digest.hexdigest()
 
 
-def _check_size(entry: fsops.Entry, total: int, limits: WorkspaceLimits) -> None:
+def _check_size(entry: fsops.Entry, total: int, limits: TreeLimits) -> None:
     """Refuse by size, before the file is opened (SR-8 C8-5)."""
     if entry.stat.st_size > limits.max_file_bytes:
         raise UsageError(
@@ -112,7 +121,7 @@ def _check_size(entry: fsops.Entry, total: int, limits: WorkspaceLimits) -> None
         )
 
 
-def _record(entry: fsops.Entry, limits: WorkspaceLimits | None) -> bytes:
+def _record(entry: fsops.Entry, limits: TreeLimits | None) -> bytes:
     mode = f"{entry.stat.st_mode:o}"
     if entry.kind in ("file", "hardlink"):
         content = _file_sha256(entry, None if limits is None else limits.max_file_bytes)
