@@ -152,7 +152,7 @@ def test_every_option_of_these_commands_shows_its_default() -> None:
 
 def test_the_real_model_flags_show_the_meters_defaults() -> None:
     from sandbox_agent.commands import realmodel
-    from sandbox_agent.ledger import meter
+    from sandbox_agent.providers import meter
     from sandbox_agent.providers.base import ProviderOptions
     from sandbox_agent.providers.http import DEFAULT_REQUEST_TIMEOUT_SECONDS
     from sandbox_agent.providers.local import REQUEST_TIMEOUT_SECONDS

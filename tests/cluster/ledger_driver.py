@@ -21,9 +21,9 @@ def spend_until_refused(location: str, label: str, budget_usd: float, start_at: 
     import ray
 
     from sandbox_agent.errors import BudgetExhausted
-    from sandbox_agent.ledger.meter import Meter, TokenCounts
     from sandbox_agent.ledger.prices import Price
     from sandbox_agent.ledger.store import SpendLimits, open_ledger
+    from sandbox_agent.providers.meter import Meter, TokenCounts
 
     limits = SpendLimits(
         max_cost_usd=budget_usd,
@@ -63,11 +63,11 @@ def main() -> None:
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    from sandbox_agent.cluster.connect import connected
-    from sandbox_agent.cluster.ledger import start_ledger_actor
+    from sandbox_agent.cluster.connect import NAMESPACE, connected
+    from sandbox_agent.ledger.actor import start_ledger_actor
 
     with connected(address):
-        _actor, location = start_ledger_actor(ledger_file)
+        _actor, location = start_ledger_actor(ledger_file, NAMESPACE)
         task = ray.remote(num_cpus=0)(spend_until_refused)
         nodes = [node["NodeID"] for node in ray.nodes() if node["Alive"]]
         start_at = time.time() + 3.0

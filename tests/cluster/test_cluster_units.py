@@ -170,7 +170,7 @@ def test_the_node_rays_error_names_is_read() -> None:
 
 
 def test_the_cluster_section_of_the_markdown_report_is_inert() -> None:
-    from sandbox_agent.evals.report import _row
+    from sandbox_agent.evals.results.report import _row
 
     report = ClusterReport(
         address="127.0.0.2:1",
@@ -189,10 +189,12 @@ def test_the_cluster_section_of_the_markdown_report_is_inert() -> None:
 def test_the_providers_reach_the_cluster_ledger_through_their_ledger_path(
     tmp_path: Path,
 ) -> None:
-    from sandbox_agent.cluster.ledger import ClusterLedger
+    from sandbox_agent.ledger.actor import ClusterLedger
     from sandbox_agent.ledger.store import Ledger, open_ledger
 
-    assert isinstance(open_ledger("ray-actor:ledger-abc"), ClusterLedger)
+    found = open_ledger("ray-actor:sandbox-agent/ledger-abc")
+    assert isinstance(found, ClusterLedger)
+    assert found.path == "ray-actor:sandbox-agent/ledger-abc"
     assert isinstance(open_ledger(str(tmp_path / "l.sqlite3")), Ledger)
 
 
@@ -247,9 +249,9 @@ def test_a_node_that_sends_back_a_record_of_another_run_is_refused(tmp_path: Pat
     # so a node could answer a run of one task with a (passing) record of another.
     from sandbox_agent.cluster.evals import ClusterOptions, _Attempt, _Scheduler
     from sandbox_agent.cluster.remote import Finished
-    from sandbox_agent.evals.cases import EvalCase
-    from sandbox_agent.evals.executor import EvalOptions, build_config, error_record
-    from sandbox_agent.evals.tasks import HeldOut, Task
+    from sandbox_agent.evals.running.executor import EvalOptions, build_config, error_record
+    from sandbox_agent.evals.tasks.cases import EvalCase
+    from sandbox_agent.evals.tasks.taskfile import HeldOut, Task
 
     def case(name: str) -> EvalCase:
         task = Task(id=name, version=1, kind="bug_fix", fixture="paginator", prompt="fix",
@@ -282,9 +284,9 @@ def test_a_node_that_sends_back_a_record_of_another_run_is_refused(tmp_path: Pat
 def test_a_node_cannot_forge_a_pass_for_the_run_it_executes(tmp_path: Path) -> None:
     from sandbox_agent.cluster.evals import ClusterOptions, _Attempt, _Scheduler
     from sandbox_agent.cluster.remote import Finished
-    from sandbox_agent.evals.cases import EvalCase
-    from sandbox_agent.evals.executor import EvalOptions, build_config, error_record
-    from sandbox_agent.evals.tasks import HeldOut, Task
+    from sandbox_agent.evals.running.executor import EvalOptions, build_config, error_record
+    from sandbox_agent.evals.tasks.cases import EvalCase
+    from sandbox_agent.evals.tasks.taskfile import HeldOut, Task
 
     task = Task(id="asked", version=1, kind="bug_fix", fixture="paginator", prompt="fix",
                 max_iterations=5, max_wall_seconds=30, expected_changes=("a.py",),

@@ -6,7 +6,7 @@ import pytest
 
 from sandbox_agent.errors import UsageError
 from sandbox_agent.ledger import PRICES_AS_OF, Price, cost_micros, price_for
-from sandbox_agent.ledger.meter import (
+from sandbox_agent.providers.meter import (
     BACKOFF_CAP_SECONDS,
     MAX_RETRY_AFTER_SECONDS,
     Meter,

@@ -12,7 +12,7 @@ TOOL_PROTOCOLS = ("tools", "required", "json_schema", "text")
 """Kept literal so that building the parser imports nothing heavy (``chat_protocol``)."""
 
 # The spend defaults, kept literal for the same reason; a test checks they equal
-# ``sandbox_agent.ledger.meter``'s named defaults.
+# ``sandbox_agent.providers.meter``'s named defaults.
 DEFAULT_MAX_COST_USD = 1.00
 DEFAULT_EXPERIMENT_BUDGET_USD = 10.00
 DEFAULT_MAX_CALLS = 60

@@ -12,17 +12,6 @@ from typing import Any
 import anthropic
 from typing_extensions import override
 
-from sandbox_agent.ledger.meter import (
-    Answer,
-    Failure,
-    Meter,
-    TokenCounts,
-    read_answer,
-    status_failure,
-    token_counts,
-    transport_failure,
-    unreadable_answer,
-)
 from sandbox_agent.providers.base import (
     CUT_OFF_NOTE,
     ModelReply,
@@ -35,6 +24,17 @@ from sandbox_agent.providers.http import (
     BoundedTransport,
     bounded_client,
     bounded_failure,
+)
+from sandbox_agent.providers.meter import (
+    Answer,
+    Failure,
+    Meter,
+    TokenCounts,
+    read_answer,
+    status_failure,
+    token_counts,
+    transport_failure,
+    unreadable_answer,
 )
 from sandbox_agent.providers.metered import (
     DEFAULT_REQUEST_TIMEOUT_SECONDS,

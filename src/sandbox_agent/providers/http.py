@@ -19,10 +19,10 @@ from collections.abc import Callable, Iterator
 import httpx2
 from typing_extensions import override
 
-from sandbox_agent.ledger.meter import Failure, UnreadableAnswer, unreadable_answer
 from sandbox_agent.providers.abort import Watcher, make_abortable
 from sandbox_agent.providers.base import Cancellation
 from sandbox_agent.providers.errors import ProviderError, snippet
+from sandbox_agent.providers.meter import Failure, UnreadableAnswer, unreadable_answer
 
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 """One model answer; real ones are a few KiB (output tokens are capped per request)."""

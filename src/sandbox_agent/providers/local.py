@@ -19,13 +19,13 @@ import openai
 from typing_extensions import override
 
 from sandbox_agent.errors import InfrastructureError, ModelServerGone
-from sandbox_agent.ledger.meter import Failure, Meter, limits_from_options
 from sandbox_agent.ledger.prices import Price
 from sandbox_agent.ledger.store import open_ledger
 from sandbox_agent.localmodel import pins, process, server
 from sandbox_agent.providers.base import ModelReply, ModelRequest, Provider, ProviderOptions
 from sandbox_agent.providers.chat_protocol import ToolProtocol
 from sandbox_agent.providers.http import BoundedTransport, bounded_client
+from sandbox_agent.providers.meter import Failure, Meter, limits_from_options
 from sandbox_agent.providers.openai_compat import OpenAICompatProvider, default_classify
 
 DEFAULT_PROTOCOL: ToolProtocol = "json_schema"

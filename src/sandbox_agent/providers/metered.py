@@ -10,7 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-from sandbox_agent.ledger.meter import (
+from sandbox_agent.ledger.prices import price_for
+from sandbox_agent.ledger.store import open_ledger
+from sandbox_agent.providers.base import CUT_OFF_NOTE, Cancellation, ModelReply, ProviderOptions
+from sandbox_agent.providers.errors import RetryNotice
+from sandbox_agent.providers.gate import GatePass, check_gate
+from sandbox_agent.providers.http import DEFAULT_REQUEST_TIMEOUT_SECONDS, BoundedTransport
+from sandbox_agent.providers.meter import (
     Answer,
     Failure,
     Meter,
@@ -18,12 +24,6 @@ from sandbox_agent.ledger.meter import (
     estimate_input_tokens,
     limits_from_options,
 )
-from sandbox_agent.ledger.prices import price_for
-from sandbox_agent.ledger.store import open_ledger
-from sandbox_agent.providers.base import CUT_OFF_NOTE, Cancellation, ModelReply, ProviderOptions
-from sandbox_agent.providers.errors import RetryNotice
-from sandbox_agent.providers.gate import GatePass, check_gate
-from sandbox_agent.providers.http import DEFAULT_REQUEST_TIMEOUT_SECONDS, BoundedTransport
 
 __all__ = ["DEFAULT_REQUEST_TIMEOUT_SECONDS", "WatchedRequests", "open_meter", "send_metered"]
 

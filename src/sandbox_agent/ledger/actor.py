@@ -63,43 +63,44 @@ class LedgerService:
         return ""
 
 
-def start_ledger_actor(path: str | None) -> tuple[Any, str]:
+def start_ledger_actor(path: str | None, namespace: str) -> tuple[Any, str]:
     """Start the cluster's ledger actor on the head; return it and the ``ledger_path``
-    every run is given to reach it.
+    every run is given to reach it (``ray-actor:<namespace>/<name>``).
 
     Args:
         path: the ledger file on the head (``--ledger``); the head's default when None.
+        namespace: the Ray namespace the caller's cluster connection uses.
     """
     import ray
-
-    from sandbox_agent.cluster.connect import NAMESPACE
 
     name = f"ledger-{uuid.uuid4().hex[:12]}"
     actor_class = ray.remote(num_cpus=0, max_restarts=0)(LedgerService)
     actor: Any = actor_class.options(
         name=name,
-        namespace=NAMESPACE,
+        namespace=namespace,
         # Ray's own resource on the head node: the file lives there.
         resources={"node:__internal_head__": 0.001},
     ).remote(path)
     ray.get(actor.location.remote(), timeout=LEDGER_CALL_TIMEOUT_S)
-    return actor, f"{CLUSTER_LEDGER_PREFIX}{name}"
+    return actor, f"{CLUSTER_LEDGER_PREFIX}{namespace}/{name}"
 
 
 class ClusterLedger(SpendLedger):
     """A run's view of the cluster's ledger: each call goes to the actor on the head."""
 
-    def __init__(self, name: str) -> None:
-        self.path = f"{CLUSTER_LEDGER_PREFIX}{name}"
-        self._name = name
+    def __init__(self, location: str) -> None:
+        """Args:
+        location: ``<namespace>/<name>`` of the actor (the ``ledger_path`` after its
+            ``ray-actor:`` prefix).
+        """
+        self.path = f"{CLUSTER_LEDGER_PREFIX}{location}"
+        self._namespace, _, self._name = location.rpartition("/")
 
     def _actor(self) -> Any:
         import ray
 
-        from sandbox_agent.cluster.connect import NAMESPACE
-
         try:
-            return ray.get_actor(self._name, namespace=NAMESPACE)
+            return ray.get_actor(self._name, namespace=self._namespace or None)
         except ValueError:
             raise InfrastructureError(
                 f"the cluster's spend ledger {self._name!r} is gone (its caller ended)"
