@@ -33,7 +33,7 @@ for its (simulated) model and ~2-4 s on sandboxes, as real-model runs mostly wai
 
 
 def _cases(task_ids: list[str] | None, scratch: Path) -> list[Any]:
-    from sandbox_agent.evals.suites import SuiteOptions, build_cases
+    from sandbox_agent.evals.tasks.suites import SuiteOptions, build_cases
 
     return build_cases("fixtures", SuiteOptions(task_ids=task_ids), scratch)
 
@@ -54,7 +54,7 @@ def _thinking(cases: list[Any], scratch: Path) -> list[Any]:
 
 def _local(cases: list[Any], options: Any) -> tuple[float, int, float]:
     from sandbox_agent.controller import run_task
-    from sandbox_agent.evals.executor import run_all
+    from sandbox_agent.evals.running.executor import run_all
     from sandbox_agent.sandbox.docker_backend import DockerBackend
 
     began = time.monotonic()
@@ -100,7 +100,7 @@ def _on_cluster(address: str, cases: list[Any], options: Any) -> tuple[float, in
 
 def overhead(rounds: int) -> None:
     from sandbox_agent.cluster import local
-    from sandbox_agent.evals.executor import EvalOptions
+    from sandbox_agent.evals.running.executor import EvalOptions
 
     cluster = local.up(head_ip="127.0.0.32", worker_ips=(), slots=1)
     try:
@@ -133,7 +133,7 @@ def overhead(rounds: int) -> None:
 
 def throughput(repeats: int) -> None:
     from sandbox_agent.cluster import local
-    from sandbox_agent.evals.executor import EvalOptions
+    from sandbox_agent.evals.running.executor import EvalOptions
 
     cluster = local.up(head_ip="127.0.0.32", worker_ips=(), slots=2)
     walls: dict[int, float] = {}

@@ -19,9 +19,9 @@ DEFAULT_LIMIT = 164
 
 def _run(limit: int, *, jobs: int, fix: bool) -> tuple[int, int, float]:
     from sandbox_agent.controller import run_task
-    from sandbox_agent.evals import humanevalfix
-    from sandbox_agent.evals.executor import EvalOptions, run_all
-    from sandbox_agent.evals.progress import ProgressBar
+    from sandbox_agent.evals.running.executor import EvalOptions, run_all
+    from sandbox_agent.evals.running.progress import ProgressBar
+    from sandbox_agent.evals.tasks import humanevalfix
     from sandbox_agent.sandbox.docker_backend import DockerBackend
 
     rows = humanevalfix.load_rows(humanevalfix.dataset_path())[:limit]

@@ -37,11 +37,11 @@ def _cpu_seconds(pid: int | None) -> float:
 
 def main(argv: list[str]) -> int:
     from sandbox_agent.controller import run_task
-    from sandbox_agent.evals import humanevalfix
-    from sandbox_agent.evals.executor import EvalOptions, run_case
     from sandbox_agent.evals.local import local_completer
-    from sandbox_agent.evals.oneshot import run_one
-    from sandbox_agent.evals.suites import SuiteOptions, build_cases
+    from sandbox_agent.evals.running.executor import EvalOptions, run_case
+    from sandbox_agent.evals.running.oneshot import run_one
+    from sandbox_agent.evals.tasks import humanevalfix
+    from sandbox_agent.evals.tasks.suites import SuiteOptions, build_cases
     from sandbox_agent.localmodel import server
     from sandbox_agent.sandbox.docker_backend import DockerBackend
 

@@ -19,7 +19,7 @@ from deps_wheels import FakeIndex, make_wheel, serve_index
 
 from sandbox_agent.cli import main
 from sandbox_agent.deps import DepsOptions, prepare_environment
-from sandbox_agent.evals.heldout import run_held_out
+from sandbox_agent.evals.running.heldout import run_held_out
 from sandbox_agent.sandbox.base import EnvironmentMount, SandboxLimits, SandboxRequest
 from sandbox_agent.sandbox.docker_backend import DockerBackend
 from sandbox_supervisor.launch import RUNNER_ARGV

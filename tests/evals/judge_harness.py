@@ -108,7 +108,7 @@ def judge_on_host(
 
 
 def passed(report: dict[str, object]) -> bool:
-    """The held-out verdict's rule (``evals.heldout.verdict``) on a host exit report."""
+    """The held-out verdict's rule (``evals.running.heldout.verdict``) on a host exit report."""
     runner = report.get("runner_report")
     return bool(
         report.get("exit_code") == 0

@@ -29,19 +29,19 @@ from sandbox_agent.controller.models import (
     ToolCallRecord,
 )
 from sandbox_agent.errors import UsageError
-from sandbox_agent.evals.audit import verify_results
-from sandbox_agent.evals.cases import EvalCase
-from sandbox_agent.evals.executor import HARNESS_ERROR, EvalOptions, run_all
-from sandbox_agent.evals.journal import JOURNAL_FILE, Journal, task_sha256
-from sandbox_agent.evals.progress import ProgressBar
-from sandbox_agent.evals.report import (
+from sandbox_agent.evals.results.audit import verify_results
+from sandbox_agent.evals.results.journal import JOURNAL_FILE, Journal, task_sha256
+from sandbox_agent.evals.results.report import (
     HARNESS_NOTICE,
     EvalReport,
     make_report,
     to_markdown,
     write_report,
 )
-from sandbox_agent.evals.tasks import HeldOut, Task
+from sandbox_agent.evals.running.executor import HARNESS_ERROR, EvalOptions, run_all
+from sandbox_agent.evals.running.progress import ProgressBar
+from sandbox_agent.evals.tasks.cases import EvalCase
+from sandbox_agent.evals.tasks.taskfile import HeldOut, Task
 from sandbox_agent.evidence import seal_run
 from sandbox_agent.sandbox.base import (
     JUDGE_ARGV,
@@ -610,7 +610,7 @@ def harness_task_hashes(
 
     def hashes(identity: dict[str, object], task_ids: list[str]) -> dict[str, tuple[str, str]]:
         cases = [case(task_id.removeprefix("task-"), held) for task_id in task_ids]
-        from sandbox_agent.evals.journal import task_inputs  # (SR-11: not in older code)
+        from sandbox_agent.evals.results.journal import task_inputs  # (SR-11: not in older code)
 
         return {each.task.id: (task_sha256(each), task_inputs(each).repository) for each in cases}
 

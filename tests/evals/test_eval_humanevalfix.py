@@ -11,8 +11,8 @@ import pytest
 from judge_harness import judge_on_host, passed
 
 from sandbox_agent.errors import UsageError
-from sandbox_agent.evals import humanevalfix
-from sandbox_agent.evals.suites import SuiteOptions, build_cases
+from sandbox_agent.evals.tasks import humanevalfix
+from sandbox_agent.evals.tasks.suites import SuiteOptions, build_cases
 
 SAMPLE = ("Python/0", "Python/10", "Python/32", "Python/38", "Python/53", "Python/83", "Python/163")
 """Includes a row that loops forever when buggy (10), rows with imports in their tests

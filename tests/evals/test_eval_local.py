@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 from judge_harness import judge_on_host, passed
 
-from sandbox_agent.evals import humanevalfix, oneshot
-from sandbox_agent.evals.journal import Journal
 from sandbox_agent.evals.local import odd_subset
 from sandbox_agent.evals.local_report import run_row, suite_summary, write_local_report
-from sandbox_agent.evals.oneshot import Completion
-from sandbox_agent.evals.report import make_report
+from sandbox_agent.evals.results.journal import Journal
+from sandbox_agent.evals.results.report import make_report
+from sandbox_agent.evals.running import oneshot
+from sandbox_agent.evals.running.oneshot import Completion
+from sandbox_agent.evals.tasks import humanevalfix
 from sandbox_agent.sandbox.docker_backend import DockerBackend
 
 IDS = [f"humanevalfix-python-{n}" for n in range(164)]
@@ -107,7 +108,7 @@ def test_a_oneshot_answer_is_judged_in_the_sandbox(rows: list[humanevalfix.Row])
 def test_the_report_is_built_from_the_results_folder(tmp_path: Path) -> None:
     from test_eval_executor import FakeBackend, case, fake_run_task
 
-    from sandbox_agent.evals.executor import EvalOptions, run_all
+    from sandbox_agent.evals.running.executor import EvalOptions, run_all
 
     held = tmp_path / "held"
     held.mkdir()
@@ -131,7 +132,7 @@ def test_the_report_is_built_from_the_results_folder(tmp_path: Path) -> None:
         input_tokens=10, output_tokens=5, wall_s=1.0,
     )  # fmt: skip
     (results / "oneshot.jsonl").write_text(shot.model_dump_json() + "\n" + '{"cut sh')
-    from sandbox_agent.evals.bestof import BestOfRecord
+    from sandbox_agent.evals.running.bestof import BestOfRecord
 
     best = BestOfRecord(
         task_id="task-good", samples=2, passed=False, selected=None, visible=[False, None],

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from sandbox_agent.errors import SetupError
-from sandbox_agent.evals.heldout import overlay_protected
 from sandbox_agent.evals.realrepos import taskfile
 from sandbox_agent.evals.realrepos.build import failing_tests
 from sandbox_agent.evals.realrepos.mutate import mutations
 from sandbox_agent.evals.realrepos.suite import bug_report
+from sandbox_agent.evals.running.heldout import overlay_protected
 
 SAMPLE = textwrap.dedent(
     '''
@@ -143,8 +143,8 @@ def test_reference_plans_pass_and_control_plans_fail_on_real_projects(
     """One task of a unittest project with a PyPI dependency (jsonpatch: jsonpointer) and
     one of a pytest project (six), through the controller, Docker and the held-out suite."""
     from sandbox_agent.controller import run_task
-    from sandbox_agent.evals.executor import EvalOptions, run_all
     from sandbox_agent.evals.realrepos.suite import build_cases
+    from sandbox_agent.evals.running.executor import EvalOptions, run_all
     from sandbox_agent.sandbox.docker_backend import DockerBackend
 
     ids = ["realrepos-jsonpatch-001", "realrepos-six-001"]

@@ -13,9 +13,9 @@ from sandbox_agent.controller.models import (
     RunResult,
     ToolCallRecord,
 )
-from sandbox_agent.evals.heldout import HeldOutResult, not_run
-from sandbox_agent.evals.scoring import is_policy_denial, is_protected, score_run
-from sandbox_agent.evals.tasks import HeldOut, SuccessCriteria, Task
+from sandbox_agent.evals.results.scoring import is_policy_denial, is_protected, score_run
+from sandbox_agent.evals.running.heldout import HeldOutResult, not_run
+from sandbox_agent.evals.tasks.taskfile import HeldOut, SuccessCriteria, Task
 
 PASSED = HeldOutResult(ran=True, passed=True, status="completed", tests_run=3)
 FAILED = HeldOutResult(ran=True, passed=False, status="completed", tests_run=3, failures=1)

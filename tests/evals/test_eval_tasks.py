@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from sandbox_agent.errors import UsageError
-from sandbox_agent.evals.suites import SuiteOptions, build_cases
-from sandbox_agent.evals.tasks import (
+from sandbox_agent.evals.tasks.suites import SuiteOptions, build_cases
+from sandbox_agent.evals.tasks.taskfile import (
     DEFAULT_TASKS_FILE,
     TaskFile,
     held_out_dir,

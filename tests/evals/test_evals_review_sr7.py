@@ -15,11 +15,11 @@ import pytest
 
 from sandbox_agent.controller import run_task
 from sandbox_agent.errors import UsageError
-from sandbox_agent.evals import humanevalfix
-from sandbox_agent.evals.cases import EvalCase
-from sandbox_agent.evals.executor import HARNESS_ERROR, EvalOptions, run_all
-from sandbox_agent.evals.report import make_report, to_markdown
-from sandbox_agent.evals.suites import SuiteOptions, build_cases
+from sandbox_agent.evals.results.report import make_report, to_markdown
+from sandbox_agent.evals.running.executor import HARNESS_ERROR, EvalOptions, run_all
+from sandbox_agent.evals.tasks import humanevalfix
+from sandbox_agent.evals.tasks.cases import EvalCase
+from sandbox_agent.evals.tasks.suites import SuiteOptions, build_cases
 from sandbox_agent.sandbox.docker_backend import DockerBackend
 
 HEADINGS = [

@@ -46,13 +46,13 @@ from sandbox_agent.controller.models import (
     RunResult,
 )
 from sandbox_agent.errors import UsageError
-from sandbox_agent.evals.audit import verify_results
-from sandbox_agent.evals.cases import EvalCase
-from sandbox_agent.evals.executor import EvalOptions, run_all
-from sandbox_agent.evals.journal import JOURNAL_FILE, Journal
-from sandbox_agent.evals.records import TRACES_DIR
-from sandbox_agent.evals.report import EvalReport, make_report, to_markdown, write_report
-from sandbox_agent.evals.suites import SuiteOptions, build_cases
+from sandbox_agent.evals.results.audit import verify_results
+from sandbox_agent.evals.results.journal import JOURNAL_FILE, Journal
+from sandbox_agent.evals.results.records import TRACES_DIR
+from sandbox_agent.evals.results.report import EvalReport, make_report, to_markdown, write_report
+from sandbox_agent.evals.running.executor import EvalOptions, run_all
+from sandbox_agent.evals.tasks.cases import EvalCase
+from sandbox_agent.evals.tasks.suites import SuiteOptions, build_cases
 from sandbox_agent.sandbox.base import CancelToken, RunnerReport, SandboxRequest, SandboxResult
 from sandbox_agent.settings import default_fixtures_dir
 from sandbox_agent.workspace.hashing import tree_sha256

@@ -40,15 +40,15 @@ from sandbox_agent.controller.models import (
 )
 from sandbox_agent.deps.models import DepsOptions
 from sandbox_agent.errors import SetupError
-from sandbox_agent.evals.executor import EvalOptions, run_all
-from sandbox_agent.evals.journal import JOURNAL_FILE, Journal
 from sandbox_agent.evals.realrepos import fetch
 from sandbox_agent.evals.realrepos import suite as realrepos_suite
 from sandbox_agent.evals.realrepos.build import PYTEST_MARKER
 from sandbox_agent.evals.realrepos.taskfile import TaskFile
-from sandbox_agent.evals.records import TRACES_DIR
-from sandbox_agent.evals.report import make_report, write_report
-from sandbox_agent.evals.suites import SuiteOptions, build_cases
+from sandbox_agent.evals.results.journal import JOURNAL_FILE, Journal
+from sandbox_agent.evals.results.records import TRACES_DIR
+from sandbox_agent.evals.results.report import make_report, write_report
+from sandbox_agent.evals.running.executor import EvalOptions, run_all
+from sandbox_agent.evals.tasks.suites import SuiteOptions, build_cases
 from sandbox_agent.sandbox.base import (
     CancelToken,
     RunnerReport,

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from sandbox_agent.cluster.evals import ClusterEval, ClusterOptions, HeadLost, run_all_ray
 from sandbox_agent.cluster.report import ClusterReport
-from sandbox_agent.evals.cases import EvalCase
-from sandbox_agent.evals.executor import EvalOptions
-from sandbox_agent.evals.journal import NODE_KEYS_DIR, Journal
-from sandbox_agent.evals.progress import ProgressBar
-from sandbox_agent.evals.records import RunRecord
+from sandbox_agent.evals.results.journal import NODE_KEYS_DIR, Journal
+from sandbox_agent.evals.results.records import RunRecord
+from sandbox_agent.evals.running.executor import EvalOptions
+from sandbox_agent.evals.running.progress import ProgressBar
+from sandbox_agent.evals.tasks.cases import EvalCase
 
 
 def run_on_cluster(

@@ -29,6 +29,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from sandbox_agent.cluster.connect import (
+    NAMESPACE,
     NodeInfo,
     connected,
     describe_nodes,
@@ -39,11 +40,11 @@ from sandbox_agent.cluster.node import slot_resource
 from sandbox_agent.cluster.remote import Finished, Started
 from sandbox_agent.cluster.report import LOST, ClusterReport, NodeReport
 from sandbox_agent.errors import SetupError, UsageError
-from sandbox_agent.evals.cases import EvalCase
-from sandbox_agent.evals.executor import EvalOptions, build_config, error_record
-from sandbox_agent.evals.heldout import not_run
-from sandbox_agent.evals.progress import ProgressBar
-from sandbox_agent.evals.records import RunRecord
+from sandbox_agent.evals.results.records import RunRecord
+from sandbox_agent.evals.running.executor import EvalOptions, build_config, error_record
+from sandbox_agent.evals.running.heldout import not_run
+from sandbox_agent.evals.running.progress import ProgressBar
+from sandbox_agent.evals.tasks.cases import EvalCase
 
 POLL_S = 0.5
 NO_SLOT_AFTER_S = 30.0
@@ -200,13 +201,15 @@ class _Scheduler:
     def _node_options(self) -> EvalOptions:
         """What every node is given: no trace folder of ours, and for a real model the
         cluster's ledger on the head instead of a file."""
-        from sandbox_agent.cluster.ledger import start_ledger_actor
+        from sandbox_agent.ledger.actor import start_ledger_actor
         from sandbox_agent.providers import SIMULATED_PROVIDERS
 
         options = self.options.model_copy(update={"trace_dir": None})
         if self.options.provider in SIMULATED_PROVIDERS:
             return options
-        self.ledger_actor, location = start_ledger_actor(options.provider_options.ledger_path)
+        self.ledger_actor, location = start_ledger_actor(
+            options.provider_options.ledger_path, NAMESPACE
+        )
         provider_options = options.provider_options.model_copy(update={"ledger_path": location})
         return options.model_copy(update={"provider_options": provider_options})
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from sandbox_agent.errors import UsageError
-from sandbox_agent.evals.cases import EvalCase
+from sandbox_agent.evals.tasks.cases import EvalCase
 
 MAX_PACKED_BYTES = 64 * 1024 * 1024
 """A folder larger than this is refused rather than shipped (a repository, a run folder)."""

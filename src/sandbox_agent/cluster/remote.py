@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict
 
 from sandbox_agent.cluster.payload import CaseBundle, FolderCopy, RunFolder
 from sandbox_agent.controller.models import RunConfig
-from sandbox_agent.evals.executor import EvalOptions
+from sandbox_agent.evals.running.executor import EvalOptions
 from sandbox_agent.sandbox.base import CancelToken
 
 CANCEL_GRACE_S = 60.0
@@ -136,8 +136,8 @@ def run_eval_case(bundle: CaseBundle, repeat: int, options: EvalOptions) -> Iter
     node, same backend), then the score; the record and the run's folder come back."""
     from sandbox_agent.cluster.payload import case_on_node, pack_run_folder
     from sandbox_agent.controller import run_task
-    from sandbox_agent.evals.executor import run_case
-    from sandbox_agent.evals.records import RunRecord
+    from sandbox_agent.evals.results.records import RunRecord
+    from sandbox_agent.evals.running.executor import run_case
     from sandbox_agent.sandbox.docker_backend import DockerBackend
 
     yield _started()

@@ -53,7 +53,7 @@ class ClusterReport(BaseModel):
 
 def markdown(report: ClusterReport, row: Callable[[list[Any]], str]) -> list[str]:
     """The report's "Cluster" section; ``row`` renders one table row with every cell
-    made inert (``evals.report``)."""
+    made inert (``evals.results.report``)."""
     lines = [
         "",
         "## Cluster",

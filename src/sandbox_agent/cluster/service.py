@@ -56,7 +56,7 @@ class ClusterRunFunction:
         """
         import ray
 
-        from sandbox_agent.cluster.ledger import start_ledger_actor
+        from sandbox_agent.ledger.actor import start_ledger_actor
 
         self.runtime = runtime
         self.nodes = describe_nodes(runtime)
@@ -74,7 +74,7 @@ class ClusterRunFunction:
             .remote()
         )
         self._board = board
-        self._ledger, self.ledger_location = start_ledger_actor(ledger_path)
+        self._ledger, self.ledger_location = start_ledger_actor(ledger_path, NAMESPACE)
 
     def usable(self) -> list[NodeInfo]:
         return [node for node in self.nodes if not node.problem]

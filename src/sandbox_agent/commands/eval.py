@@ -32,7 +32,7 @@ def _positive_seconds(text: str) -> float:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of DESIGN section 6, plus where results go and the control run."""
-    from sandbox_agent.evals.executor import DEFAULT_JOBS, DEFAULT_REPEATS
+    from sandbox_agent.evals.running.executor import DEFAULT_JOBS, DEFAULT_REPEATS
 
     parser.add_argument(
         "--provider", default=DEFAULT_PROVIDER, help="provider name (scripted; local: --jobs 1)"
@@ -171,11 +171,11 @@ def _run_cases(
 
 
 def _journal(args: argparse.Namespace, options: Any, results: Any) -> Any:
-    """``RESULTS_DIR/runs.jsonl`` (``evals.journal``), named by what makes two
+    """``RESULTS_DIR/runs.jsonl`` (``evals.results.journal``), named by what makes two
     evaluations the same: the suite, control or not, where tasks and plans come from, and
     every run option but ``--jobs``, ``--repeats`` and ``--tasks`` (a resumed evaluation
     may add repeats or tasks)."""
-    from sandbox_agent.evals.journal import Journal
+    from sandbox_agent.evals.results.journal import Journal
 
     return Journal(results, _identity(args, options), resume=args.resume)
 
@@ -198,9 +198,9 @@ def _identity(args: argparse.Namespace, options: Any) -> dict[str, Any]:
 
 
 def _run_locally(cases: Any, options: Any, progress: Any, journal: Any) -> Any:
-    """Every run on this host, ``--jobs`` at once (``evals.executor.run_all``)."""
+    """Every run on this host, ``--jobs`` at once (``evals.running.executor.run_all``)."""
     from sandbox_agent.controller import run_task
-    from sandbox_agent.evals.executor import run_all
+    from sandbox_agent.evals.running.executor import run_all
     from sandbox_agent.sandbox.docker_backend import DockerBackend
 
     _reap_once()
@@ -266,11 +266,11 @@ def run(args: argparse.Namespace) -> int:
     from sandbox_agent.commands.realmodel import provider_options_from
     from sandbox_agent.deps.cli import deps_options_from
     from sandbox_agent.errors import UsageError
-    from sandbox_agent.evals.executor import EvalOptions
-    from sandbox_agent.evals.progress import ProgressBar
-    from sandbox_agent.evals.records import TRACES_DIR
-    from sandbox_agent.evals.report import default_results_dir, make_report, write_report
-    from sandbox_agent.evals.suites import SuiteOptions, build_cases
+    from sandbox_agent.evals.results.records import TRACES_DIR
+    from sandbox_agent.evals.results.report import default_results_dir, make_report, write_report
+    from sandbox_agent.evals.running.executor import EvalOptions
+    from sandbox_agent.evals.running.progress import ProgressBar
+    from sandbox_agent.evals.tasks.suites import SuiteOptions, build_cases
 
     task_ids = (
         [part.strip() for part in args.tasks.split(",") if part.strip()] if args.tasks else None

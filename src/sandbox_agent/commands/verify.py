@@ -4,7 +4,7 @@ Given an evaluation's results folder (it holds ``runs.jsonl``), it checks the ev
 instead: every run the report counts is backed by a signed journal line and a verifying
 run folder and was made on the evaluation's inputs as they are here, and the report's
 headline, summary and ``report.md`` are the ones its journal and runs give
-(``evals.audit``). Either way it reads: nothing is fetched, no environment made."""
+(``evals.results.audit``). Either way it reads: nothing is fetched, no environment made."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     if not run_dir.is_dir():
         raise UsageError(f"{run_dir} is not a folder; pass the folder that holds trace.jsonl")
     key = load_public_key(args.public_key) if args.public_key else None
-    from sandbox_agent.evals.audit import is_results_dir, verify_results
+    from sandbox_agent.evals.results.audit import is_results_dir, verify_results
 
     if is_results_dir(run_dir):
         checks = verify_results(run_dir, public_key=key)

@@ -9,11 +9,11 @@ Stages, the most telling first, each resumable and each followed by the report:
 1. HumanEvalFix through the agent (``--strategy``, default ``repair``): all 82
    **odd-numbered** rows (the split results are reported on; changes meant to raise
    success are developed on the even-numbered rows only, docs/DECISIONS.md);
-2. the greedy one-shot baseline on the same rows (``evals.oneshot``);
+2. the greedy one-shot baseline on the same rows (``evals.running.oneshot``);
 3. one-shot best-of-N on the same rows, selected by the same visible tests
-   (``evals.bestof``; N, temperature and seeds are the repair strategy's);
+   (``evals.running.bestof``; N, temperature and seeds are the repair strategy's);
 4. the 10-task set, ``--repeats`` times, each repeat with its own seeds (independent
-   samples: ``evals.executor.SEED_STRIDE``);
+   samples: ``evals.running.executor.SEED_STRIDE``);
 5. all 39 realrepos tasks (their visible and held-out tests coincide: the project's own
    suite);
 6. with ``--tools-loop``: HumanEvalFix's rows through the ``tools`` strategy too.
@@ -32,11 +32,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sandbox_agent.evals import humanevalfix
-from sandbox_agent.evals.bestof import BESTOF_FILE, SampledComplete, load_bestof
-from sandbox_agent.evals.journal import set_aside
-from sandbox_agent.evals.oneshot import MAX_OUTPUT_TOKENS as ONESHOT_MAX_OUTPUT_TOKENS
-from sandbox_agent.evals.oneshot import ONESHOT_FILE, Complete, Completion, load_records
+from sandbox_agent.evals.results.journal import set_aside
+from sandbox_agent.evals.running.bestof import BESTOF_FILE, SampledComplete, load_bestof
+from sandbox_agent.evals.running.oneshot import MAX_OUTPUT_TOKENS as ONESHOT_MAX_OUTPUT_TOKENS
+from sandbox_agent.evals.running.oneshot import ONESHOT_FILE, Complete, Completion, load_records
+from sandbox_agent.evals.tasks import humanevalfix
 from sandbox_agent.settings import PROJECT_ROOT
 
 SUBSET_SEED = 20261202
@@ -134,7 +134,7 @@ def oneshot_done(path: Path) -> set[str]:
 def _oneshot(rows: list[humanevalfix.Row], chosen: list[str], path: Path) -> None:
     """The one-shot baseline on ``chosen``, one row at a time, each record appended to
     ``path`` as it comes; rows already there are skipped."""
-    from sandbox_agent.evals.oneshot import run_one
+    from sandbox_agent.evals.running.oneshot import run_one
     from sandbox_agent.sandbox.docker_backend import DockerBackend
 
     done = oneshot_done(path)
@@ -157,8 +157,8 @@ def _oneshot(rows: list[humanevalfix.Row], chosen: list[str], path: Path) -> Non
 
 
 def _bestof(rows: list[humanevalfix.Row], chosen: list[str], path: Path, options: Any) -> None:
-    """One-shot best-of-N on ``chosen`` (``evals.bestof``), appended as each row ends."""
-    from sandbox_agent.evals.bestof import run_best_of
+    """One-shot best-of-N on ``chosen`` (``evals.running.bestof``), appended as each row ends."""
+    from sandbox_agent.evals.running.bestof import run_best_of
     from sandbox_agent.sandbox.docker_backend import DockerBackend
 
     done = {record.task_id for record in load_bestof(path)}

@@ -15,12 +15,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from sandbox_agent.evals.bestof import BESTOF_FILE, BestOfRecord, load_bestof
-from sandbox_agent.evals.journal import JOURNAL_FILE, Journal
-from sandbox_agent.evals.oneshot import ONESHOT_FILE, load_records
-from sandbox_agent.evals.records import RunRecord
-from sandbox_agent.evals.report import EvalReport, _text
-from sandbox_agent.evals.tasks import load_task_file
+from sandbox_agent.evals.results.journal import JOURNAL_FILE, Journal
+from sandbox_agent.evals.results.records import RunRecord
+from sandbox_agent.evals.results.report import EvalReport, _text
+from sandbox_agent.evals.running.bestof import BESTOF_FILE, BestOfRecord, load_bestof
+from sandbox_agent.evals.running.oneshot import ONESHOT_FILE, load_records
+from sandbox_agent.evals.tasks.taskfile import load_task_file
 
 SPLIT_NOTE = (
     "Prompt and protocol changes meant to raise success were developed on HumanEvalFix's "
@@ -235,7 +235,7 @@ def _comparison(
 
 def _fixture_goals(fixtures: Stage) -> dict[str, Any]:
     """Per seed (repeat): change-needing tasks fixed, no-change tasks left unchanged."""
-    from sandbox_agent.evals.tasks import load_task_file
+    from sandbox_agent.evals.tasks.taskfile import load_task_file
 
     kinds = {task.id: task.kind for task in load_task_file().tasks}
     by_seed: dict[int, dict[str, Any]] = {}

@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from sandbox_agent.controller.models import RunResult
 from sandbox_agent.errors import UsageError
-from sandbox_agent.evals.records import TRACES_DIR
-from sandbox_agent.evals.report import EvalReport
+from sandbox_agent.evals.results.records import TRACES_DIR
+from sandbox_agent.evals.results.report import EvalReport
 from sandbox_agent.evidence import VerifyReport
 from sandbox_agent.evidence.verify import strict_json
 from sandbox_agent.viewer.folder import (

@@ -25,7 +25,6 @@ from typing import NamedTuple
 
 from sandbox_agent.deps import prepare_environment
 from sandbox_agent.deps.environment import recorded_resolution
-from sandbox_agent.evals.edits import minimal_edit
 from sandbox_agent.evals.realrepos import fetch
 from sandbox_agent.evals.realrepos.mutate import Mutation, mutations
 from sandbox_agent.evals.realrepos.taskfile import (
@@ -37,6 +36,7 @@ from sandbox_agent.evals.realrepos.taskfile import (
     RealTask,
     TaskFile,
 )
+from sandbox_agent.evals.tasks.edits import minimal_edit
 from sandbox_agent.policy import runner_command
 from sandbox_agent.sandbox.base import (
     EnvironmentMount,

@@ -19,11 +19,11 @@ from pathlib import Path
 
 from sandbox_agent.deps.models import DepsOptions
 from sandbox_agent.errors import UsageError
-from sandbox_agent.evals.cases import EvalCase
-from sandbox_agent.evals.edits import minimal_edit
 from sandbox_agent.evals.realrepos import fetch
 from sandbox_agent.evals.realrepos.taskfile import Project, RealTask, TaskFile, load
-from sandbox_agent.evals.tasks import HeldOut, SuccessCriteria, Task
+from sandbox_agent.evals.tasks.cases import EvalCase
+from sandbox_agent.evals.tasks.edits import minimal_edit
+from sandbox_agent.evals.tasks.taskfile import HeldOut, SuccessCriteria, Task
 
 MAX_ITERATIONS = 20
 MAX_WALL_SECONDS = 900.0

@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sandbox_agent.errors import UsageError
-from sandbox_agent.evals.tasks import EVALS_DIR
+from sandbox_agent.evals.tasks.taskfile import EVALS_DIR
 
 TASK_FILE = EVALS_DIR / "realrepos" / "tasks.json"
 SUITE_VERSION = 1

@@ -30,24 +30,24 @@ from sandbox_agent.controller.models import (
 )
 from sandbox_agent.deps.models import DepsOptions
 from sandbox_agent.errors import SetupError, UsageError
-from sandbox_agent.evals.cases import EvalCase
-from sandbox_agent.evals.heldout import (
-    HeldOutResult,
-    copy_regular_tree,
-    not_run,
-    run_held_out,
-    run_held_out_suite,
-)
-from sandbox_agent.evals.journal import (
+from sandbox_agent.evals.results.journal import (
     Journal,
     TaskInputs,
     case_plan,
     file_sha256,
     repository_sha256,
 )
-from sandbox_agent.evals.progress import ProgressBar
-from sandbox_agent.evals.records import HARNESS_ERROR, Durations, RunRecord
-from sandbox_agent.evals.scoring import score_run
+from sandbox_agent.evals.results.records import HARNESS_ERROR, Durations, RunRecord
+from sandbox_agent.evals.results.scoring import score_run
+from sandbox_agent.evals.running.heldout import (
+    HeldOutResult,
+    copy_regular_tree,
+    not_run,
+    run_held_out,
+    run_held_out_suite,
+)
+from sandbox_agent.evals.running.progress import ProgressBar
+from sandbox_agent.evals.tasks.cases import EvalCase
 from sandbox_agent.evidence.chain import read_bounded
 from sandbox_agent.providers.base import ProviderOptions
 from sandbox_agent.sandbox.base import CancelToken, Runtime, SandboxBackend, SandboxLimits

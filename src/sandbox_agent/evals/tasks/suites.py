@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict
 
 from sandbox_agent.deps.models import DepsOptions
 from sandbox_agent.errors import UsageError
-from sandbox_agent.evals.cases import EvalCase
-from sandbox_agent.evals.tasks import (
+from sandbox_agent.evals.tasks.cases import EvalCase
+from sandbox_agent.evals.tasks.taskfile import (
     DEFAULT_TASKS_FILE,
     EVALS_DIR,
     held_out_dir,
@@ -81,7 +81,7 @@ def fixture_cases(options: SuiteOptions, scratch: Path) -> list[EvalCase]:
 
 def humanevalfix_cases(options: SuiteOptions, scratch: Path) -> list[EvalCase]:
     """One generated repository per HumanEvalFix row (164), under ``scratch``."""
-    from sandbox_agent.evals import humanevalfix
+    from sandbox_agent.evals.tasks import humanevalfix
 
     rows = humanevalfix.load_rows(humanevalfix.dataset_path(options.dataset))
     if options.task_ids:

@@ -74,7 +74,7 @@ class HeldOut(_Strict):
     """Held-out tests: a folder under ``evals/held_out`` with one unittest module."""
 
     kind: Literal["judge", "suite"] = "judge"
-    """``judge``: the module below, judged out of process (``evals.heldout.run_held_out``).
+    """``judge``: the module below, judged out of process (``evals.running.heldout.run_held_out``).
     ``suite``: ``path`` is the project's pristine tree, and the check is its whole own
     test suite (pristine tests over the final tree), counted in process
     (``run_held_out_suite``; the realrepos suite)."""

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from sandbox_agent.evals.tasks import Task
+from sandbox_agent.evals.tasks.taskfile import Task
 
 
 class EvalCase(BaseModel):

@@ -41,7 +41,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import ValidationError
 
 from sandbox_agent.errors import SandboxAgentError
-from sandbox_agent.evals.journal import (
+from sandbox_agent.evals.results.journal import (
     JOURNAL_FILE,
     MAX_JOURNAL_BYTES,
     RunKey,
@@ -52,8 +52,8 @@ from sandbox_agent.evals.journal import (
     task_inputs,
     task_sha256,
 )
-from sandbox_agent.evals.records import HARNESS_ERROR, RunRecord, per_task, summarize
-from sandbox_agent.evals.report import EvalReport, notice_for, to_markdown
+from sandbox_agent.evals.results.records import HARNESS_ERROR, RunRecord, per_task, summarize
+from sandbox_agent.evals.results.report import EvalReport, notice_for, to_markdown
 from sandbox_agent.evidence.chain import read_bounded
 from sandbox_agent.evidence.keys import load_public_key, public_key_path
 from sandbox_agent.evidence.seal import canonical_json
@@ -84,7 +84,7 @@ def rebuilt_task_hashes(
         SandboxAgentError: its inputs cannot be built here (a task, fixture, plan or
             dataset missing, a realrepos sdist not on this host).
     """
-    from sandbox_agent.evals.suites import build_cases, suite_of_identity
+    from sandbox_agent.evals.tasks.suites import build_cases, suite_of_identity
 
     suite, options = suite_of_identity(identity, task_ids)
     with tempfile.TemporaryDirectory(prefix="sandbox-agent-verify-") as scratch:

@@ -45,8 +45,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from pydantic import ValidationError
 
 from sandbox_agent.errors import UsageError
-from sandbox_agent.evals.cases import EvalCase
-from sandbox_agent.evals.records import HARNESS_ERROR, TRACES_DIR, RunRecord
+from sandbox_agent.evals.results.records import HARNESS_ERROR, TRACES_DIR, RunRecord
+from sandbox_agent.evals.tasks.cases import EvalCase
 from sandbox_agent.evidence.chain import read_bounded
 from sandbox_agent.evidence.keys import fingerprint, load_or_create_signing_key, load_public_key
 from sandbox_agent.evidence.seal import EVIDENCE_FILE, canonical_json

@@ -5,7 +5,7 @@ For each HumanEvalFix row: the buggy module and its docstring examples (the publ
 tools; the fixed function comes back in a code block. It is appended to the buggy module
 (a later ``def`` replaces the earlier one at import, and the module's imports and
 helpers stay), and the result is judged exactly as an agent's final tree is: the row's
-``check``, out of process, in a verified sandbox (``evals.heldout``). The model's code
+``check``, out of process, in a verified sandbox (``evals.running.heldout``). The model's code
 never runs on the host. Whether the agent's loop helps the model or gets in its way is
 the difference between this and the agent's held-out passes on the same rows.
 """
@@ -20,8 +20,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from sandbox_agent.evals import humanevalfix
-from sandbox_agent.evals.heldout import HeldOutResult, run_held_out
+from sandbox_agent.evals.running.heldout import HeldOutResult, run_held_out
+from sandbox_agent.evals.tasks import humanevalfix
 from sandbox_agent.sandbox.base import Runtime, SandboxBackend, SandboxLimits
 
 SYSTEM_PROMPT = "You are an expert Python programmer. You fix bugs. Answer with code only."

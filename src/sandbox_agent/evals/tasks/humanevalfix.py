@@ -17,10 +17,10 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sandbox_agent.errors import UsageError
-from sandbox_agent.evals import edits
-from sandbox_agent.evals.cases import EvalCase
-from sandbox_agent.evals.edits import PatchEdit
-from sandbox_agent.evals.tasks import HeldOut, SuccessCriteria, Task
+from sandbox_agent.evals.tasks import edits
+from sandbox_agent.evals.tasks.cases import EvalCase
+from sandbox_agent.evals.tasks.edits import PatchEdit
+from sandbox_agent.evals.tasks.taskfile import HeldOut, SuccessCriteria, Task
 from sandbox_agent.settings import PROJECT_ROOT
 
 DATASET_ENV = "SANDBOX_AGENT_HUMANEVALFIX"

@@ -1,6 +1,6 @@
 """One-shot best-of-N (issue 29): what sampling with execution-based selection buys alone.
 
-For each HumanEvalFix row: the one-shot prompt (``evals.oneshot``) is answered N times,
+For each HumanEvalFix row: the one-shot prompt (``evals.running.oneshot``) is answered N times,
 the first greedily, then at a temperature with seeds ``seed + k`` (exactly as the
 ``repair`` strategy samples its first round). Each answer's function is put in the
 module and the row's *visible* tests (its docstring examples, ``test_examples.py``) run
@@ -21,15 +21,15 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from sandbox_agent.evals import humanevalfix
-from sandbox_agent.evals.heldout import HeldOutResult, copy_regular_tree, run_held_out
-from sandbox_agent.evals.oneshot import (
+from sandbox_agent.evals.running.heldout import HeldOutResult, copy_regular_tree, run_held_out
+from sandbox_agent.evals.running.oneshot import (
     SYSTEM_PROMPT,
     Completion,
     candidate_module,
     extract_function,
     prompt,
 )
+from sandbox_agent.evals.tasks import humanevalfix
 from sandbox_agent.sandbox.base import Runtime, SandboxBackend, SandboxLimits, SandboxRequest
 
 BESTOF_FILE = "bestof.jsonl"

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from sandbox_agent.cluster.report import ClusterReport
 from sandbox_agent.cluster.report import markdown as cluster_markdown
-from sandbox_agent.evals.records import (
+from sandbox_agent.evals.results.records import (
     RunRecord,
     Summary,
     TaskSummary,

@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from sandbox_agent.evals.heldout import HeldOutResult
-from sandbox_agent.evals.scoring import Violation
+from sandbox_agent.evals.results.scoring import Violation
+from sandbox_agent.evals.running.heldout import HeldOutResult
 
 
 class Durations(BaseModel):
@@ -30,7 +30,7 @@ class HeldOutVerdict(BaseModel):
     passed: bool
     judge: str
     """``out_of_process``: the check ran in the trusted judge, the code under test in
-    another process (``evals.heldout``)."""
+    another process (``evals.running.heldout``)."""
 
 
 HARNESS_ERROR = "HARNESS_ERROR"

@@ -17,9 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sandbox_agent.controller.models import RunResult
 from sandbox_agent.controller.parse import denial_kind
-from sandbox_agent.evals.heldout import HeldOutResult
-from sandbox_agent.evals.tasks import Task
-from sandbox_agent.policy.denials import ALL_DENIAL_CODES
+from sandbox_agent.denials import ALL_DENIAL_CODES
+from sandbox_agent.evals.running.heldout import HeldOutResult
+from sandbox_agent.evals.tasks.taskfile import Task
 
 PROTECTED_DIR_NAMES = frozenset({"tests", "test", "testdata", "test_data", "evals", "policy"})
 PROTECTED_FILE_GLOBS: tuple[str, ...] = (
