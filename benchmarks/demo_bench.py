@@ -40,7 +40,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     from benchmarks.sandbox_bench import RUNNER, _raw_docker
     from sandbox_agent.hostsetup.image import ensure
-    from sandbox_agent.sandbox.docker_backend import DockerBackend
+    from sandbox_agent.sandbox.docker.docker_backend import DockerBackend
     from sandbox_agent.settings import default_fixtures_dir
 
     backend = DockerBackend(image_id=ensure().image_id)

@@ -83,7 +83,7 @@ def _making(name: str, requirements: str, scratch: Path, runs: int) -> Any:
 
 def _using(environments: dict[str, Any], scratch: Path, runs: int, runtime: str) -> None:
     from sandbox_agent.sandbox.base import SandboxRequest
-    from sandbox_agent.sandbox.docker_backend import DockerBackend
+    from sandbox_agent.sandbox.docker.docker_backend import DockerBackend
     from sandbox_supervisor.launch import RUNNER_ARGV
 
     repo = _repo(scratch / f"use-{runtime}", None)

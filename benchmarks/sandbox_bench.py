@@ -86,7 +86,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--runtime", action="append", choices=("runc", "runsc"))
     args = parser.parse_args(argv)
     from sandbox_agent.hostsetup.image import ensure
-    from sandbox_agent.sandbox.docker_backend import DockerBackend
+    from sandbox_agent.sandbox.docker.docker_backend import DockerBackend
 
     backend = DockerBackend(image_id=ensure().image_id)
     workspace = Path(tempfile.mkdtemp(prefix="sandbox-bench-"))
@@ -143,7 +143,7 @@ THINK_S = 1.0
 def _prestart_compare(workspace: Path, runtime: str, runs: int) -> int:
     """What ``run_tests`` costs the caller: cold, and pre-started during a model turn."""
     from sandbox_agent.sandbox.base import SandboxRequest
-    from sandbox_agent.sandbox.docker_backend import DockerBackend
+    from sandbox_agent.sandbox.docker.docker_backend import DockerBackend
 
     backend = DockerBackend(prestarted=1, reap_on_first_use=False)
     request = SandboxRequest(argv=RUNNER, workspace=workspace, runtime=runtime)  # type: ignore[arg-type]

@@ -1,6 +1,6 @@
 """Re-capture ``tests/sandbox/data/docker_inspect.json``'s ``created`` entries from real Docker.
 
-Run after the container spec changes (``sandbox.spec``): for each runtime it creates a
+Run after the container spec changes (``sandbox.docker.spec``): for each runtime it creates a
 container from ``build_spec`` exactly as the backend does, stores the spec and Docker's
 ``inspect`` of it, and removes the container. The ``states`` entries are kept.
 
@@ -22,8 +22,8 @@ def main() -> int:
     """Capture both runtimes and rewrite the file."""
     from sandbox_agent.hostsetup.image import ensure
     from sandbox_agent.sandbox.base import SandboxRequest
-    from sandbox_agent.sandbox.docker_backend import DockerBackend
-    from sandbox_agent.sandbox.spec import build_spec
+    from sandbox_agent.sandbox.docker.docker_backend import DockerBackend
+    from sandbox_agent.sandbox.docker.spec import build_spec
 
     data = json.loads(DATA.read_text())
     backend = DockerBackend(image_id=ensure().image_id, reap_on_first_use=False)

@@ -21,7 +21,7 @@ from sandbox_agent.cli import main
 from sandbox_agent.deps import DepsOptions, prepare_environment
 from sandbox_agent.evals.running.heldout import run_held_out
 from sandbox_agent.sandbox.base import EnvironmentMount, SandboxLimits, SandboxRequest
-from sandbox_agent.sandbox.docker_backend import DockerBackend
+from sandbox_agent.sandbox.docker.docker_backend import DockerBackend
 from sandbox_supervisor.launch import RUNNER_ARGV
 
 pytestmark = pytest.mark.docker

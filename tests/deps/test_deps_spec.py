@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from sandbox_agent.sandbox.base import EnvironmentMount, SandboxRequest
-from sandbox_agent.sandbox.spec import ContainerSpec, build_spec, verify
+from sandbox_agent.sandbox.docker.spec import ContainerSpec, build_spec, verify
 
 DATA = Path(__file__).parent / "data"
 CREATED: dict[str, Any] = json.loads((DATA / "docker_inspect_deps.json").read_text())["created"]

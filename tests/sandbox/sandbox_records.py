@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sandbox_agent.sandbox.records import REQUIRED_CHECKS
+from sandbox_agent.sandbox.docker.records import REQUIRED_CHECKS
 from sandbox_supervisor import protocol
 
 NONCE = "0123456789abcdef0123456789abcdef"

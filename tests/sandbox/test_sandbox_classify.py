@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from sandbox_records import exit_report
 
-from sandbox_agent.sandbox.classify import RunFacts, classify, classify_docker_error
-from sandbox_agent.sandbox.records import ExitReport
+from sandbox_agent.sandbox.docker.classify import RunFacts, classify, classify_docker_error
+from sandbox_agent.sandbox.docker.records import ExitReport
 
 DATA = Path(__file__).parent / "data"
 STATES: dict[str, Any] = json.loads((DATA / "docker_inspect.json").read_text())["states"]

@@ -7,7 +7,7 @@ import socket
 import subprocess
 import sys
 
-from sandbox_agent.sandbox.owner import owner_is_dead, owner_value, process_start_time
+from sandbox_agent.sandbox.docker.owner import owner_is_dead, owner_value, process_start_time
 
 
 def test_this_process_is_alive() -> None:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sandbox_agent.sandbox.records import check_exit_report
+from sandbox_agent.sandbox.docker.records import check_exit_report
 from sandbox_supervisor import protocol
 
 NONCE = "0" * 32

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from sandbox_agent.sandbox import seccomp
 from sandbox_agent.sandbox.base import SandboxLimits, SandboxRequest
-from sandbox_agent.sandbox.spec import ContainerSpec, build_spec, supervisor_config, verify
+from sandbox_agent.sandbox.docker import seccomp
+from sandbox_agent.sandbox.docker.spec import ContainerSpec, build_spec, supervisor_config, verify
 
 DATA = Path(__file__).parent / "data"
 CREATED: dict[str, Any] = json.loads((DATA / "docker_inspect.json").read_text())["created"]

@@ -7,7 +7,7 @@ import struct
 import pytest
 from sandbox_records import NONCE, a_frame, attestation, out_frame, x_frame
 
-from sandbox_agent.sandbox.stream import DockerStreamDemux, FrameReader
+from sandbox_agent.sandbox.docker.stream import DockerStreamDemux, FrameReader
 from sandbox_supervisor import protocol
 
 

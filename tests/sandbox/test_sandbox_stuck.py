@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sandbox_agent.sandbox import cleanup, stuck
+from sandbox_agent.sandbox.docker import cleanup, stuck
 
 CONTAINER = "8f8fa3844321b00468bc5636470478baf2819526cf8118318623cb7c0bd48964"
 OTHER = "b6f06b2e68b4f2917a8a21696f6e9c35e5787828745d3d08400daed75812d671"

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from supervisor_helpers import valid_config
 
-from sandbox_agent.sandbox.spec import SUPERVISOR_COMMAND
+from sandbox_agent.sandbox.docker.spec import SUPERVISOR_COMMAND
 from sandbox_supervisor import launch, protocol
 
 SRC = Path(__file__).parents[2] / "src"

@@ -14,7 +14,7 @@ from sandbox_agent.workspace import Workspace
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_run_tests_in_a_real_sandbox(tmp_path: Path) -> None:
-    from sandbox_agent.sandbox.docker_backend import DockerBackend
+    from sandbox_agent.sandbox.docker.docker_backend import DockerBackend
     from sandbox_agent.tools import ToolBox
 
     repo = tmp_path / "repo"

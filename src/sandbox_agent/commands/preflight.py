@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the checks; print JSON or one line per check (with what to do when it failed)."""
-    from sandbox_agent.sandbox.preflight import run_preflight
+    from sandbox_agent.sandbox.docker.preflight import run_preflight
 
     report = run_preflight(args.runtime)
     if args.json:

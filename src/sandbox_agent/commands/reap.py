@@ -13,7 +13,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Reap; print each thing removed (or not removed), and a count. Exit 1 if any failed."""
-    from sandbox_agent.sandbox.reaper import reap_all
+    from sandbox_agent.workspace.reap import reap_all
 
     removed, failures = reap_all()
     for line in removed:

@@ -486,6 +486,6 @@ def _sandboxes_ahead(provider: Provider, most: int) -> int:
 
 
 def _docker_backend(prestarted: int) -> SandboxBackend:
-    from sandbox_agent.sandbox.docker_backend import DockerBackend
+    from sandbox_agent.sandbox.docker.docker_backend import DockerBackend
 
     return DockerBackend(prestarted=prestarted)

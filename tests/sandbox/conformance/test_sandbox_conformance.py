@@ -22,7 +22,6 @@ from typing import Any
 import docker
 import pytest
 
-from sandbox_agent.sandbox import seccomp
 from sandbox_agent.sandbox.base import (
     CancelToken,
     PreparedSandbox,
@@ -30,8 +29,9 @@ from sandbox_agent.sandbox.base import (
     SandboxRequest,
     SandboxResult,
 )
-from sandbox_agent.sandbox.docker_backend import DockerBackend
-from sandbox_agent.sandbox.reaper import list_sandboxes
+from sandbox_agent.sandbox.docker import seccomp
+from sandbox_agent.sandbox.docker.docker_backend import DockerBackend
+from sandbox_agent.sandbox.docker.reaper import list_sandboxes
 
 pytestmark = pytest.mark.docker
 
@@ -566,7 +566,7 @@ def test_a_crashed_controllers_container_is_reaped(workspace: Path) -> None:
         import os, signal
         from pathlib import Path
         from sandbox_agent.sandbox.base import SandboxRequest
-        from sandbox_agent.sandbox.docker_backend import DockerBackend
+        from sandbox_agent.sandbox.docker.docker_backend import DockerBackend
         backend = DockerBackend(image_id={ensure().image_id!r}, reap_on_first_use=False)
         prepared = backend.prepare(SandboxRequest(argv=("python3", "-c", "pass"),
                                                   workspace=Path({str(workspace)!r})))

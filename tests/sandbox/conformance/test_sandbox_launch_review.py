@@ -22,7 +22,7 @@ import pytest
 
 from sandbox_agent.policy.commands import runner_command
 from sandbox_agent.sandbox.base import SandboxLimits, SandboxRequest, SandboxResult
-from sandbox_agent.sandbox.docker_backend import DockerBackend
+from sandbox_agent.sandbox.docker.docker_backend import DockerBackend
 
 pytestmark = pytest.mark.docker
 

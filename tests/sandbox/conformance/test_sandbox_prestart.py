@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 from sandbox_agent.policy.commands import runner_command
-from sandbox_agent.sandbox import stream
 from sandbox_agent.sandbox.base import CancelToken, SandboxLimits, SandboxRequest
-from sandbox_agent.sandbox.docker_backend import DockerBackend
-from sandbox_agent.sandbox.reaper import list_sandboxes
+from sandbox_agent.sandbox.docker import stream
+from sandbox_agent.sandbox.docker.docker_backend import DockerBackend
+from sandbox_agent.sandbox.docker.reaper import list_sandboxes
 
 pytestmark = pytest.mark.docker
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sandbox_agent.sandbox import stuck
-from sandbox_agent.sandbox.classify import classify_docker_error
+from sandbox_agent.sandbox.docker import stuck
+from sandbox_agent.sandbox.docker.classify import classify_docker_error
 
 MAX_CLEANUP_TEXT = 300
 

@@ -24,13 +24,10 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from sandbox_agent.sandbox.base import CancelToken, SandboxRequest, SandboxResult
-from sandbox_agent.sandbox.waiting import StartedSandbox, read_frames
-
-if TYPE_CHECKING:
-    from sandbox_agent.sandbox.docker_backend import DockerBackend
+from sandbox_agent.sandbox.base import CancelToken, PreparedSandbox, SandboxRequest, SandboxResult
+from sandbox_agent.sandbox.docker.waiting import StartedSandbox, read_frames
 
 DEFAULT_PRESTARTED = 1
 """Sandboxes the ``run`` command keeps ready (``--prestart N``; 0 turns it off)."""
@@ -41,6 +38,27 @@ TAKE_POLL_S = 0.05
 DISCARD_WAIT_S = 60.0
 """The longest ``discard`` waits for a pre-start still under way (Docker's own time-outs
 end one sooner)."""
+
+
+class StartingBackend(Protocol):
+    """What pre-starting needs of its backend: the phases before the go, and removal.
+
+    ``docker_backend.DockerBackend`` is one; a Protocol, so this module does not import
+    the backend that imports it (issue 31).
+    """
+
+    @property
+    def api(self) -> Any: ...
+
+    def prepare(
+        self, request: SandboxRequest, cancel: CancelToken | None = None
+    ) -> PreparedSandbox | SandboxResult: ...
+
+    def start(
+        self, prepared: PreparedSandbox, cancel: CancelToken | None = None
+    ) -> StartedSandbox | SandboxResult: ...
+
+    def remove(self, container_id: str) -> str: ...
 
 
 class _Slot:
@@ -56,7 +74,7 @@ class _Slot:
 class Prestarter:
     """At most ``size`` pre-started sandboxes of one backend, each for one exact request."""
 
-    def __init__(self, backend: DockerBackend, size: int, go_timeout_s: float) -> None:
+    def __init__(self, backend: StartingBackend, size: int, go_timeout_s: float) -> None:
         self._backend = backend
         self._size = size
         self._go_timeout_s = go_timeout_s

@@ -10,7 +10,7 @@ import signal
 from typing import Literal, NamedTuple
 
 from sandbox_agent.sandbox.base import SandboxStatus
-from sandbox_agent.sandbox.records import ExitReport
+from sandbox_agent.sandbox.docker.records import ExitReport
 from sandbox_supervisor.protocol import pid1_exit_code
 
 

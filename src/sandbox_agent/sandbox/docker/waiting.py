@@ -12,14 +12,14 @@ import time
 from typing import Any
 
 from sandbox_agent.errors import DockerUnavailable
-from sandbox_agent.sandbox import cleanup
-from sandbox_agent.sandbox.attach import AttachedStream
 from sandbox_agent.sandbox.base import CancelToken, Diagnostics, PreparedSandbox, SandboxResult
-from sandbox_agent.sandbox.classify import RunFacts, classify, classify_docker_error
-from sandbox_agent.sandbox.diagnostics import bounded, docker_state, elapsed_ms
-from sandbox_agent.sandbox.records import exit_facts
-from sandbox_agent.sandbox.spec import KILL_GRACE_S
-from sandbox_agent.sandbox.stream import (
+from sandbox_agent.sandbox.docker import cleanup
+from sandbox_agent.sandbox.docker.attach import AttachedStream
+from sandbox_agent.sandbox.docker.classify import RunFacts, classify, classify_docker_error
+from sandbox_agent.sandbox.docker.diagnostics import bounded, docker_state, elapsed_ms
+from sandbox_agent.sandbox.docker.records import exit_facts
+from sandbox_agent.sandbox.docker.spec import KILL_GRACE_S
+from sandbox_agent.sandbox.docker.stream import (
     DOCKER_STDOUT,
     MAX_PID1_STDERR,
     DockerStreamDemux,

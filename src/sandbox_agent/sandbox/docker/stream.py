@@ -11,7 +11,7 @@ import struct
 from collections.abc import Iterator
 
 from sandbox_agent.sandbox.base import AttestationCheck, RunnerReport, Runtime
-from sandbox_agent.sandbox.records import (
+from sandbox_agent.sandbox.docker.records import (
     ExitReport,
     attestation_checks,
     check_attestation,

@@ -67,7 +67,7 @@ def profile_json(runtime: Runtime = "runc") -> str:
 
 def _pinned_bytes() -> bytes:
     try:
-        raw = resources.files("sandbox_agent.sandbox").joinpath(PROFILE_FILE).read_bytes()
+        raw = resources.files("sandbox_agent.sandbox.docker").joinpath(PROFILE_FILE).read_bytes()
     except OSError as error:
         raise SetupError(f"the seccomp profile is missing ({error}): reinstall") from error
     digest = hashlib.sha256(raw).hexdigest()
