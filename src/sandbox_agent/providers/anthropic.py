@@ -20,33 +20,23 @@ from sandbox_agent.providers.base import (
     ProviderOptions,
 )
 from sandbox_agent.providers.gate import KEY_ENV
-from sandbox_agent.providers.http import (
-    BoundedTransport,
-    bounded_client,
-    bounded_failure,
-)
 from sandbox_agent.providers.meter import (
     Answer,
     Failure,
-    Meter,
     TokenCounts,
     read_answer,
-    status_failure,
     token_counts,
-    transport_failure,
-    unreadable_answer,
 )
 from sandbox_agent.providers.metered import (
-    DEFAULT_REQUEST_TIMEOUT_SECONDS,
-    WatchedRequests,
-    open_meter,
-    send_metered,
+    MeteredProvider,
+    SdkErrors,
+    classify_sdk_error,
+    open_real,
 )
 from sandbox_agent.providers.tooldefs import (
     anthropic_tools,
     past_call,
     raw_tool_call,
-    tool_definitions,
 )
 
 EMPTY_REPLY_PLACEHOLDER = "(no output)"
@@ -100,18 +90,17 @@ def reply_text(message: anthropic.types.Message) -> tuple[str, tuple[str, ...]]:
     return raw_tool_call(tool_uses[0].name, tool_uses[0].input), tuple(notes)
 
 
+SDK_ERRORS = SdkErrors(
+    anthropic.APIStatusError,
+    anthropic.APIConnectionError,
+    anthropic.APITimeoutError,
+    anthropic.APIError,
+)
+
+
 def classify(error: Exception) -> Failure | None:
     """An SDK error as a ledger ``Failure``; None for anything that is not an API error."""
-    if isinstance(error, anthropic.APIStatusError):
-        headers = dict(error.response.headers)
-        return status_failure(error.status_code, headers, error.body, key_env=KEY_ENV["anthropic"])
-    if isinstance(error, anthropic.APIConnectionError):
-        return transport_failure(
-            timed_out=isinstance(error, anthropic.APITimeoutError), cause=error
-        )
-    if isinstance(error, anthropic.APIError):
-        return unreadable_answer()
-    return None
+    return classify_sdk_error(error, SDK_ERRORS, KEY_ENV["anthropic"])
 
 
 def usage_of(message: anthropic.types.Message) -> TokenCounts | None:
@@ -126,43 +115,22 @@ def read(message: anthropic.types.Message) -> Answer:
     return read_answer(lambda: (*reply_text(message), usage_of(message), str(message.model or "")))
 
 
-class AnthropicProvider(WatchedRequests, Provider):
+class AnthropicProvider(MeteredProvider, Provider):
     """Model turns from the Messages API, each request metered through the spend ledger."""
 
     name = "anthropic"
 
-    def __init__(
-        self,
-        *,
-        client: anthropic.Anthropic,
-        transport: BoundedTransport | None = None,
-        model: str,
-        meter: Meter,
-        max_output_tokens: int,
-    ) -> None:
-        self._client = client
-        self._transport = transport or BoundedTransport()
-        self._model = model
-        self._meter = meter
-        self._max_output_tokens = max_output_tokens
-
-    @override
-    def close(self) -> None:
-        """Close the SDK's HTTP connections."""
-        self._client.close()
-
     @override
     def complete(self, request: ModelRequest) -> ModelReply:
-        """Return the next turn: the first tool call as raw text, or the text answer as-is.
+        """Return the next turn from the Messages API (a tool call as raw text, or text).
 
         Raises:
             BudgetExhausted: a spend, call or token budget would be exceeded by this request.
             InfrastructureError: the API could not be reached or refused, after retries.
         """
+        tools, cap = self._offer(request)
         text_mode = request.mode == "text"
-        tools = [] if text_mode else (request.tools or tool_definitions())
         offered = {str(tool["name"]) for tool in tools}
-        cap = request.max_output_tokens or self._max_output_tokens
         params: dict[str, Any] = {
             "model": self._model,
             "max_tokens": cap,
@@ -176,15 +144,12 @@ class AnthropicProvider(WatchedRequests, Provider):
             params["tool_choice"] = {"type": "auto", "disable_parallel_tool_use": True}
         if request.sampling is not None:  # the Messages API takes no seed
             params["temperature"] = min(request.sampling.temperature, 1.0)
-        self._transport.run_deadline = request.deadline
-        return send_metered(
-            self._meter,
+        return self._send(
+            request,
             lambda: read(self._client.messages.create(**params)),
             params,
-            model=self._model,
-            max_output_tokens=cap,
-            classify=lambda error: bounded_failure(error, self._transport) or classify(error),
-            deadline=request.deadline,
+            cap=cap,
+            classify=classify,
         )
 
 
@@ -195,20 +160,6 @@ def create(options: ProviderOptions) -> Provider:
         UsageError: the gate is closed (naming what is missing), the model has no known
             price, or the ledger cannot be opened.
     """
-    passed, meter = open_meter("anthropic", options)
-    timeout_s = options.request_timeout_seconds or DEFAULT_REQUEST_TIMEOUT_SECONDS
-    transport = BoundedTransport(total_seconds=timeout_s)
-    client = anthropic.Anthropic(
-        api_key=passed.api_key,
-        http_client=bounded_client(transport),
-        base_url=options.base_url,
-        max_retries=0,
-        timeout=timeout_s,
-    )
-    return AnthropicProvider(
-        client=client,
-        transport=transport,
-        model=passed.model,
-        meter=meter,
-        max_output_tokens=options.max_output_tokens,
-    )
+    opened = open_real("anthropic", options)
+    client = anthropic.Anthropic(**opened.sdk_arguments(options.base_url))
+    return AnthropicProvider(**opened.provider_arguments(client, options))

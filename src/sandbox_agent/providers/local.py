@@ -24,8 +24,8 @@ from sandbox_agent.ledger.store import open_ledger
 from sandbox_agent.localmodel import pins, process, server
 from sandbox_agent.providers.base import ModelReply, ModelRequest, Provider, ProviderOptions
 from sandbox_agent.providers.chat_protocol import ToolProtocol
-from sandbox_agent.providers.http import BoundedTransport, bounded_client
 from sandbox_agent.providers.meter import Failure, Meter, limits_from_options
+from sandbox_agent.providers.metered import transport_for
 from sandbox_agent.providers.openai_compat import OpenAICompatProvider, default_classify
 
 DEFAULT_PROTOCOL: ToolProtocol = "json_schema"
@@ -93,14 +93,13 @@ def create(options: ProviderOptions) -> Provider:
         UsageError: the ledger cannot be opened.
     """
     record = server.ensure_running()
-    timeout_s = options.request_timeout_seconds or REQUEST_TIMEOUT_SECONDS
-    transport = BoundedTransport(total_seconds=timeout_s)
+    bounded = transport_for(options, REQUEST_TIMEOUT_SECONDS)
     client = openai.OpenAI(
         api_key=server.read_key(record),
-        http_client=bounded_client(transport),
+        http_client=bounded.http_client,
         base_url=f"{record.root}/v1",
         max_retries=0,
-        timeout=timeout_s,
+        timeout=bounded.timeout_s,
     )
     client.organization = None
     client.project = None
@@ -121,7 +120,7 @@ def create(options: ProviderOptions) -> Provider:
     return LocalProvider(
         record=record,
         client=client,
-        transport=transport,
+        transport=bounded.transport,
         model=pins.MODEL_NAME,
         meter=meter,
         max_output_tokens=max_output,

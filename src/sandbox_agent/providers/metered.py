@@ -1,21 +1,34 @@
-"""What the two real providers share: the opt-in gate, the spend meter, and the reply.
+"""What the two real providers share: the opt-in gate, the spend meter, the bounded
+transport, the lifecycle and the reply.
 
 Each real provider differs only in its SDK call and in how it reads an answer; opening
-the gate, pricing the model, reserving through the ledger and turning a metered answer
-into a ``ModelReply`` are the same, and live here once.
+the gate, pricing the model, bounding and watching the transport, reserving through the
+ledger and turning a metered answer into a ``ModelReply`` are the same, and live here
+once (``MeteredProvider``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from sandbox_agent.ledger.prices import price_for
 from sandbox_agent.ledger.store import open_ledger
-from sandbox_agent.providers.base import CUT_OFF_NOTE, Cancellation, ModelReply, ProviderOptions
+from sandbox_agent.providers.base import (
+    CUT_OFF_NOTE,
+    Cancellation,
+    ModelReply,
+    ModelRequest,
+    ProviderOptions,
+)
 from sandbox_agent.providers.errors import RetryNotice
 from sandbox_agent.providers.gate import GatePass, check_gate
-from sandbox_agent.providers.http import DEFAULT_REQUEST_TIMEOUT_SECONDS, BoundedTransport
+from sandbox_agent.providers.http import (
+    DEFAULT_REQUEST_TIMEOUT_SECONDS,
+    BoundedTransport,
+    bounded_client,
+    bounded_failure,
+)
 from sandbox_agent.providers.meter import (
     Answer,
     Failure,
@@ -25,16 +38,157 @@ from sandbox_agent.providers.meter import (
     limits_from_options,
 )
 
-__all__ = ["DEFAULT_REQUEST_TIMEOUT_SECONDS", "WatchedRequests", "open_meter", "send_metered"]
+__all__ = [
+    "DEFAULT_REQUEST_TIMEOUT_SECONDS",
+    "MeteredProvider",
+    "Transport",
+    "classify_sdk_error",
+    "open_meter",
+    "open_real",
+    "send_metered",
+    "transport_for",
+]
 
 
-class WatchedRequests:
-    """``providers.base.Watchful`` for a provider with a ``Meter`` and a
-    ``BoundedTransport``: the run's cancel stops the request in flight (the transport),
-    ends the wait before a retry and sends no retry after it (the meter)."""
+class Transport(NamedTuple):
+    """The bounded transport of one provider's SDK client, and its request time-out."""
 
-    _meter: Meter
-    _transport: BoundedTransport
+    transport: BoundedTransport
+    http_client: Any
+    timeout_s: float
+
+
+def transport_for(options: ProviderOptions, default_timeout_s: float | None = None) -> Transport:
+    """A bounded transport and its client for ``--request-timeout`` (else the default)."""
+    timeout_s = (
+        options.request_timeout_seconds or default_timeout_s or (DEFAULT_REQUEST_TIMEOUT_SECONDS)
+    )
+    transport = BoundedTransport(total_seconds=timeout_s)
+    return Transport(transport, bounded_client(transport), timeout_s)
+
+
+class SdkErrors(NamedTuple):
+    """One official SDK's exception classes (the openai and anthropic SDKs share names)."""
+
+    status: type[Exception]
+    connection: type[Exception]
+    timeout: type[Exception]
+    api: type[Exception]
+
+
+def classify_sdk_error(error: Exception, errors: SdkErrors, key_env: str) -> Failure | None:
+    """An SDK error as a ledger ``Failure``; None for anything that is not an API error."""
+    from sandbox_agent.providers.meter import status_failure, transport_failure, unreadable_answer
+
+    if isinstance(error, errors.status):
+        response = getattr(error, "response", None)
+        headers = dict(response.headers) if response is not None else {}
+        status = int(getattr(error, "status_code", 0))
+        return status_failure(status, headers, getattr(error, "body", None), key_env=key_env)
+    if isinstance(error, errors.connection):
+        return transport_failure(timed_out=isinstance(error, errors.timeout), cause=error)
+    if isinstance(error, errors.api):
+        return unreadable_answer()
+    return None
+
+
+class Opened(NamedTuple):
+    """A real provider past its gate: the checked pass, its meter and its transport."""
+
+    passed: GatePass
+    meter: Meter
+    bounded: Transport
+
+    def sdk_arguments(self, base_url: str | None) -> dict[str, Any]:
+        """The SDK client's arguments: the key, the bounded transport, no SDK retries
+        (the meter retries, through the ledger)."""
+        return {
+            "api_key": self.passed.api_key,
+            "http_client": self.bounded.http_client,
+            "base_url": base_url,
+            "max_retries": 0,
+            "timeout": self.bounded.timeout_s,
+        }
+
+    def provider_arguments(self, client: Any, options: ProviderOptions) -> dict[str, Any]:
+        """``MeteredProvider``'s arguments for ``client``."""
+        return {
+            "client": client,
+            "transport": self.bounded.transport,
+            "model": self.passed.model,
+            "meter": self.meter,
+            "max_output_tokens": options.max_output_tokens,
+        }
+
+
+def open_real(provider: Literal["anthropic", "openai"], options: ProviderOptions) -> Opened:
+    """Gate, meter and transport of a hosted provider.
+
+    Raises:
+        UsageError: the gate is closed (naming what is missing), the model has no known
+            price, or the ledger cannot be opened.
+    """
+    passed, meter = open_meter(provider, options)
+    return Opened(passed, meter, transport_for(options))
+
+
+class MeteredProvider:
+    """What a real provider holds and does the same way: its SDK client on a bounded
+    transport, its spend meter and reply cap; one request sent through the ledger; the
+    run's cancel watched (``providers.base.Watchful``: it stops the request in flight,
+    ends the wait before a retry and sends no retry after it)."""
+
+    def __init__(
+        self,
+        *,
+        client: Any,
+        transport: BoundedTransport | None = None,
+        model: str,
+        meter: Meter,
+        max_output_tokens: int,
+    ) -> None:
+        self._client = client
+        self._transport = transport or BoundedTransport()
+        self._model = model
+        self._meter = meter
+        self._max_output_tokens = max_output_tokens
+
+    def close(self) -> None:
+        """Close the SDK's HTTP connections."""
+        self._client.close()
+
+    def _offer(self, request: ModelRequest) -> tuple[list[dict[str, object]], int]:
+        """The tools a request offers (none in ``text`` mode) and its reply cap."""
+        from sandbox_agent.providers.tooldefs import tool_definitions
+
+        tools = [] if request.mode == "text" else (request.tools or tool_definitions())
+        return tools, request.max_output_tokens or self._max_output_tokens
+
+    def _send(
+        self,
+        request: ModelRequest,
+        read: Callable[[], Answer],
+        params: dict[str, Any],
+        *,
+        cap: int,
+        classify: Callable[[Exception], Failure | None],
+    ) -> ModelReply:
+        """Send one request through the ledger, bounded by the run's deadline.
+
+        Raises:
+            BudgetExhausted: a reservation would exceed a budget.
+            InfrastructureError: the request failed for good.
+        """
+        self._transport.run_deadline = request.deadline
+        return send_metered(
+            self._meter,
+            read,
+            params,
+            model=self._model,
+            max_output_tokens=cap,
+            classify=lambda error: bounded_failure(error, self._transport) or classify(error),
+            deadline=request.deadline,
+        )
 
     def watch(
         self, cancel: Cancellation, on_retry: Callable[[RetryNotice], None] | None = None
@@ -55,7 +209,12 @@ def open_meter(
         UsageError: the gate is closed (naming what is missing), the model has no known
             price, or the ledger cannot be opened.
     """
-    passed = check_gate(provider, options.model, base_url=options.base_url)
+    passed = check_gate(
+        provider,
+        options.model,
+        base_url=options.base_url,
+        prices=(options.price_per_mtok_in, options.price_per_mtok_out),
+    )
     price = price_for(
         passed.model,
         input_per_mtok=options.price_per_mtok_in,

@@ -33,7 +33,6 @@ from sandbox_agent.providers.chat_protocol import (
 from sandbox_agent.providers.gate import KEY_ENV
 from sandbox_agent.providers.http import (
     BoundedTransport,
-    bounded_client,
     bounded_failure,
 )
 from sandbox_agent.providers.meter import (
@@ -42,18 +41,15 @@ from sandbox_agent.providers.meter import (
     Meter,
     TokenCounts,
     read_answer,
-    status_failure,
     token_counts,
-    transport_failure,
-    unreadable_answer,
 )
 from sandbox_agent.providers.metered import (
-    DEFAULT_REQUEST_TIMEOUT_SECONDS,
-    WatchedRequests,
-    open_meter,
-    send_metered,
+    MeteredProvider,
+    SdkErrors,
+    classify_sdk_error,
+    open_real,
 )
-from sandbox_agent.providers.tooldefs import raw_tool_call, tool_definitions
+from sandbox_agent.providers.tooldefs import raw_tool_call
 
 TIMING_FIELDS = ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "cache_n")
 """llama-server's per-request ``timings`` kept for the trace and ``make bench``."""
@@ -87,16 +83,14 @@ def reply_text(completion: ChatCompletion, *, native: bool = True) -> tuple[str,
     return raw_tool_call(first.name, args), notes
 
 
+SDK_ERRORS = SdkErrors(
+    openai.APIStatusError, openai.APIConnectionError, openai.APITimeoutError, openai.APIError
+)
+
+
 def classify(error: Exception) -> Failure | None:
     """An SDK error as a ledger ``Failure``; None for anything that is not an API error."""
-    if isinstance(error, openai.APIStatusError):
-        headers = dict(error.response.headers)
-        return status_failure(error.status_code, headers, error.body, key_env=KEY_ENV["openai"])
-    if isinstance(error, openai.APIConnectionError):
-        return transport_failure(timed_out=isinstance(error, openai.APITimeoutError), cause=error)
-    if isinstance(error, openai.APIError):
-        return unreadable_answer()
-    return None
+    return classify_sdk_error(error, SDK_ERRORS, KEY_ENV["openai"])
 
 
 def default_classify(error: Exception) -> Failure | None:
@@ -137,7 +131,7 @@ def read(completion: ChatCompletion, *, native: bool = True) -> Answer:
     )
 
 
-class OpenAICompatProvider(WatchedRequests, Provider):
+class OpenAICompatProvider(MeteredProvider, Provider):
     """Model turns from a chat completions endpoint, each request metered through the ledger."""
 
     name = "openai"
@@ -155,20 +149,17 @@ class OpenAICompatProvider(WatchedRequests, Provider):
         sampling: dict[str, Any] | None = None,
         classify: Callable[[Exception], Failure | None] | None = None,
     ) -> None:
-        self._client = client
-        self._transport = transport or BoundedTransport()
-        self._model = model
-        self._meter = meter
-        self._max_output_tokens = max_output_tokens
+        super().__init__(
+            client=client,
+            transport=transport,
+            model=model,
+            meter=meter,
+            max_output_tokens=max_output_tokens,
+        )
         self._official = official
         self._protocol: ToolProtocol = protocol or ("required" if official else "tools")
         self._sampling = dict(sampling or {})
         self._classify = classify or default_classify
-
-    @override
-    def close(self) -> None:
-        """Close the SDK's HTTP connections."""
-        self._client.close()
 
     @override
     def complete(self, request: ModelRequest) -> ModelReply:
@@ -178,8 +169,8 @@ class OpenAICompatProvider(WatchedRequests, Provider):
             BudgetExhausted: a spend, call or token budget would be exceeded by this request.
             InfrastructureError: the API could not be reached or refused, after retries.
         """
+        tools, cap = self._offer(request)
         text_mode = request.mode == "text"
-        tools = [] if text_mode else (request.tools or tool_definitions())
         native = self._protocol in NATIVE and not text_mode
         sampling = dict(self._sampling)
         if request.sampling is not None:
@@ -191,7 +182,6 @@ class OpenAICompatProvider(WatchedRequests, Provider):
             **({} if text_mode else protocol_params(self._protocol, tools)),
             **sampling,
         }
-        cap = request.max_output_tokens or self._max_output_tokens
         if self._official:
             params["max_completion_tokens"] = cap
             if not text_mode:
@@ -199,15 +189,12 @@ class OpenAICompatProvider(WatchedRequests, Provider):
         else:
             # Local servers differ in what they accept: only the oldest, widest-known fields.
             params["max_tokens"] = cap
-        self._transport.run_deadline = request.deadline
-        return send_metered(
-            self._meter,
+        return self._send(
+            request,
             lambda: read(self._client.chat.completions.create(**params), native=native),
             params,
-            model=self._model,
-            max_output_tokens=cap,
-            classify=lambda error: bounded_failure(error, self._transport) or self._classify(error),
-            deadline=request.deadline,
+            cap=cap,
+            classify=self._classify,
         )
 
 
@@ -218,27 +205,15 @@ def create(options: ProviderOptions) -> Provider:
         UsageError: the gate is closed (naming what is missing), the model has no known
             price, or the ledger cannot be opened.
     """
-    passed, meter = open_meter("openai", options)
-    timeout_s = options.request_timeout_seconds or DEFAULT_REQUEST_TIMEOUT_SECONDS
-    transport = BoundedTransport(total_seconds=timeout_s)
-    client = openai.OpenAI(
-        api_key=passed.api_key,
-        http_client=bounded_client(transport),
-        base_url=options.base_url,
-        max_retries=0,
-        timeout=timeout_s,
-    )
+    opened = open_real("openai", options)
+    client = openai.OpenAI(**opened.sdk_arguments(options.base_url))
     if options.base_url is not None:
         # The SDK reads OPENAI_ORG_ID and OPENAI_PROJECT_ID from the environment and sends
         # them as headers: the operator's account ids are no business of another server.
         client.organization = None
         client.project = None
     return OpenAICompatProvider(
-        client=client,
-        transport=transport,
-        model=passed.model,
-        meter=meter,
-        max_output_tokens=options.max_output_tokens,
+        **opened.provider_arguments(client, options),
         official=options.base_url is None,
         protocol=options.tool_protocol,
     )
