@@ -11,19 +11,49 @@ parsed. A run passes only when all of these hold:
   failures and no errors;
 - the report and the exit code agree (a clean report with a non-zero exit, or a
   failing report with exit 0, is inconsistent and fails).
+
+One test run, from the sandbox to the run's result (issue 31), and what ``failures``
+means at each step:
+
+1. ``sandbox_supervisor.run_tests`` counts, in the trusted wrapper: ``failures`` are the
+   tests that failed (unittest: failures and unexpected successes; pytest: a failed
+   ``call``), ``errors`` apart (unittest: errors, a module that cannot load; pytest: a
+   failed setup, teardown or collection).
+2. ``sandbox.base.RunnerReport`` (in ``SandboxResult.runner_report``): those two counts,
+   as PID 1 relayed them, unchanged.
+3. ``sandbox.docker.classify``: ``RunFacts`` -> ``ExitClassification`` (how the run
+   ended: ``SandboxResult.status``); no test counts.
+4. ``TestVerdict`` (``judge``, here): ``failures`` and ``errors`` apart, as reported.
+5. ``TestRun`` (here; a ``run_tests`` result, the trace, the final run):
+   ``failures`` = failed **plus** errored (``failures + errors``), ``errors`` alone too.
+   This is where the sum is made, once; the public ``run_tests`` result
+   (docs/TOOLS.md) shows both.
+6. ``controller.status.FinalTestEvidence`` keeps only ``passed`` (and the sandbox
+   status); ``controller.models.FinalTests`` (``final_tests`` of the result, the
+   contract) copies ``TestRun.failures``: failed plus errored, with no ``errors``.
+
+An evaluation's held-out check (``evals``) keeps the report's meaning instead:
+``held_out.failures`` is failed only, ``held_out.errors`` apart.
 """
 
 from __future__ import annotations
 
 import unicodedata
-from typing import Any, ClassVar, NamedTuple
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
 from sandbox_agent.sandbox.base import SandboxResult
 
 
-class Verdict(NamedTuple):
+@dataclass(frozen=True)
+class TestVerdict:
+    """Pass or fail of one run, with the report's counts as they are (``failures`` and
+    ``errors`` apart: step 4 of the module docstring)."""
+
+    __test__: ClassVar[bool] = False  # not a pytest test class, despite the name
+
     passed: bool
     reason: str
     tests_run: int
@@ -31,15 +61,15 @@ class Verdict(NamedTuple):
     errors: int
 
 
-def judge(result: SandboxResult, runner: str) -> Verdict:
+def judge(result: SandboxResult, runner: str) -> TestVerdict:
     """Pass or fail from the evidence of one sandbox run (see the module docstring)."""
     report = result.runner_report
     tests_run = report.tests_run if report else 0
     failures = report.failures if report else 0
     errors = report.errors if report else 0
 
-    def fail(reason: str) -> Verdict:
-        return Verdict(False, reason, tests_run, failures, errors)
+    def fail(reason: str) -> TestVerdict:
+        return TestVerdict(False, reason, tests_run, failures, errors)
 
     if result.status != "completed":
         return fail(f"the sandbox run ended '{result.status}': {result.reason}")
@@ -58,7 +88,7 @@ def judge(result: SandboxResult, runner: str) -> Verdict:
         return fail("exit code 0 with failures in the report: inconsistent, not a pass")
     if not clean:
         return fail(f"{failures} failed, {errors} errors of {tests_run} tests")
-    return Verdict(True, f"{tests_run} tests ran, none failed", tests_run, failures, errors)
+    return TestVerdict(True, f"{tests_run} tests ran, none failed", tests_run, failures, errors)
 
 
 class TestRun(BaseModel):
@@ -71,7 +101,8 @@ class TestRun(BaseModel):
     passed: bool
     tests_run: int
     failures: int
-    """Tests that failed or errored (``errors`` alone is below)."""
+    """Tests that failed or errored (the report's ``failures + errors``; ``errors`` alone
+    is below): step 5 of the module docstring."""
     errors: int
     status: str
     """The sandbox status (``completed``, ``timeout``, ``refused``, ...)."""

@@ -32,7 +32,11 @@ class RunFacts(NamedTuple):
     oom_killed_flag: bool
 
 
-class Verdict(NamedTuple):
+class ExitClassification(NamedTuple):
+    """How a started run ended, from ``RunFacts`` (it becomes ``SandboxResult``'s status,
+    reason and exit report fields; the test counts are not here, they are the runner
+    report's)."""
+
     status: SandboxStatus
     reason: str
     exit_report_valid: bool
@@ -40,7 +44,7 @@ class Verdict(NamedTuple):
     exit_status: str
 
 
-def classify(facts: RunFacts) -> Verdict:
+def classify(facts: RunFacts) -> ExitClassification:
     """The run's status; first match wins: timeout, cancelled, output_limit, oom_killed,
     refused (no valid exit report), killed, completed.
 
@@ -60,8 +64,8 @@ def classify(facts: RunFacts) -> Verdict:
         report = None
     valid = report is not None
 
-    def verdict(status: SandboxStatus, reason: str) -> Verdict:
-        return Verdict(status, reason, valid, exit_status)
+    def verdict(status: SandboxStatus, reason: str) -> ExitClassification:
+        return ExitClassification(status, reason, valid, exit_status)
 
     if facts.host_timeout or (report is not None and report.timed_out):
         return verdict("timeout", "the workload ran past its deadline and was killed")
