@@ -26,7 +26,7 @@ import select
 import sys
 import time
 
-from sandbox_supervisor import attest, cgroup, identity, launch, protocol, wire
+from sandbox_supervisor import attest, cgroup, identity, inside, launch, protocol, syscalls, wire
 from sandbox_supervisor.config import PROTOCOL_VERSION, ConfigError, parse_config
 from sandbox_supervisor.config import read_nonce as read_config_nonce
 from sandbox_supervisor.relay import Relay
@@ -53,13 +53,13 @@ PROC_ROOT = "/proc"
 
 
 def _make_undumpable() -> None:
-    if attest.libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+    if syscalls.libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
 
 
 def _initial_environ() -> bytes | None:
     try:
-        return attest.read_environ_bytes(PROC_ROOT)
+        return inside.read_environ_bytes(PROC_ROOT)
     except OSError:
         return None  # the environment check then fails, saying why
 
@@ -196,9 +196,9 @@ def main(argv: list[str] | None = None) -> int:
         config_text = read_config(0, protocol.CONFIG_TIMEOUT_S)
         if config_text is None:
             return EXIT_REFUSED
-        inside = attest.Inside(environ=environ)
+        where = inside.Inside(environ=environ)
         return supervise(
-            config_text, sys.stdout.fileno(), attester=lambda config: attest.attest(config, inside)
+            config_text, sys.stdout.fileno(), attester=lambda config: attest.attest(config, where)
         )
     except Exception:
         import traceback  # only PID 1's own crash needs it; importing it costs every run

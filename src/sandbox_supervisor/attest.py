@@ -1,8 +1,9 @@
 """Attestation: PID 1 checks the container's isolation from inside, before any fork.
 
-Each check is a small function ``(config, inside) -> Check``. ``Inside`` holds the
-filesystem roots and the few system calls the checks use, so that every check runs
-on the host against a fake ``/proc`` and ``/sys`` tree in the unit tests.
+Each check is a small function ``(config, inside) -> Check``. ``inside.Inside`` holds
+the filesystem roots and the few system calls the checks use, so that every check runs
+on the host against a fake ``/proc`` and ``/sys`` tree in the unit tests (issue 31 split
+that, and the C library calls of ``syscalls``, from the checks kept here).
 
 gVisor (runsc) shows less than Linux: no ``NoNewPrivs``/``CapAmb`` status lines, no
 ``nosuid``/``nodev`` in mountinfo, no cgroup files, a fixed ``4.4.0`` kernel. Where
@@ -13,16 +14,14 @@ detail what could not be seen; it never passes a value it saw and found wrong.
 from __future__ import annotations
 
 # PID 1 starts once per sandbox run, so its imports are on every run's critical path
-# (issue 3): no dataclasses/typing/pathlib/socket here. ``_socket`` is the C module
-# that ``socket`` re-exports (built in, no enum set-up); type-only imports are below.
-import _socket
-import ctypes
+# (issue 3): no dataclasses/typing/pathlib/socket here; type-only imports are below.
 import os
 import resource
 import stat
 
 from sandbox_supervisor import cgroup, deps
-from sandbox_supervisor.mounts import Mount, covering_mount, read_mounts, tmpfs_size_bytes
+from sandbox_supervisor.inside import Inside, parse_environ, read_environ_bytes
+from sandbox_supervisor.mounts import Mount, covering_mount, tmpfs_size_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,7 +29,6 @@ if TYPE_CHECKING:
 
     from sandbox_supervisor.config import Config
 
-PR_GET_NO_NEW_PRIVS = 39
 GVISOR_RELEASE = "4.4.0"
 GVISOR_VERSION = "#1 SMP Sun Jan 10 15:06:54 PST 2016"
 DOCKER_SOCKET_PATHS = (
@@ -67,123 +65,6 @@ class Check:
 
     def __repr__(self) -> str:
         return f"Check({self.name!r}, {self.ok!r}, {self.detail!r})"
-
-
-_libc: ctypes.CDLL | None = None
-
-
-def libc() -> ctypes.CDLL:
-    """The C library, loaded once per process (``prctl``, ``syscall``)."""
-    global _libc  # noqa: PLW0603 - one handle per process, made on first use
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-    return _libc
-
-
-def _libc_call(name: str, *args: int) -> tuple[int, int]:
-    ctypes.set_errno(0)
-    result = int(getattr(libc(), name)(*[ctypes.c_long(arg) for arg in args]))
-    return result, ctypes.get_errno()
-
-
-def no_new_privs() -> int:
-    """``prctl(PR_GET_NO_NEW_PRIVS)``: 1 when set (gVisor has no status line for it)."""
-    return _libc_call("prctl", PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)[0]
-
-
-def seccomp_canary(syscall_nr: int) -> tuple[int, int]:
-    """Call the canary syscall with valid arguments: ``(return value, errno)``.
-
-    ``sched_get_priority_max(0)`` (146 on x86_64) succeeds unless a seccomp rule makes
-    it fail; the writable buffer keeps a pointer-taking canary valid too.
-    """
-    buffer = ctypes.create_string_buffer(64)
-    ctypes.set_errno(0)
-    result = int(libc().syscall(ctypes.c_long(syscall_nr), ctypes.c_long(0), buffer))
-    return result, ctypes.get_errno()
-
-
-def _interface_names() -> list[str]:
-    return [name for _, name in _socket.if_nameindex()]
-
-
-def _uname() -> tuple[str, str]:
-    uname = os.uname()
-    return uname.release, uname.version
-
-
-class Inside:
-    """Where the checks look: real roots and system calls by default, fakes in tests.
-
-    Roots are string paths (``os.fspath`` of whatever is given). ``environ`` is
-    ``/proc/self/environ`` as read before ``PR_SET_DUMPABLE`` 0 (which makes it root's).
-    ``/proc/self/status`` and ``/proc/self/mountinfo`` are read once per ``Inside``
-    and shared by the checks that need them (each read costs ~0.3 ms under gVisor).
-    """
-
-    __slots__ = (
-        "_mounts",
-        "_status",
-        "environ",
-        "fs_root",
-        "getrlimit",
-        "interface_names",
-        "no_new_privs",
-        "proc_root",
-        "seccomp_canary",
-        "sys_root",
-        "uname",
-    )
-
-    def __init__(
-        self,
-        *,
-        proc_root: str | os.PathLike[str] = "/proc",
-        sys_root: str | os.PathLike[str] = "/sys",
-        fs_root: str | os.PathLike[str] = "/",
-        no_new_privs: Callable[[], int] = no_new_privs,
-        seccomp_canary: Callable[[int], tuple[int, int]] = seccomp_canary,
-        interface_names: Callable[[], list[str]] = _interface_names,
-        getrlimit: Callable[[int], tuple[int, int]] = resource.getrlimit,
-        uname: Callable[[], tuple[str, str]] = _uname,
-        environ: bytes | None = None,
-    ) -> None:
-        self.proc_root = os.fspath(proc_root)
-        self.sys_root = os.fspath(sys_root)
-        self.fs_root = os.fspath(fs_root)
-        self.no_new_privs = no_new_privs
-        self.seccomp_canary = seccomp_canary
-        self.interface_names = interface_names
-        self.getrlimit = getrlimit
-        self.uname = uname
-        self.environ = environ
-        self._status: dict[str, str] = {}
-        self._mounts: list[Mount] | None = None
-
-    def status(self) -> dict[str, str]:
-        """``/proc/self/status`` as ``{key: value}``, read once."""
-        if not self._status:
-            with open(os.path.join(self.proc_root, "self", "status"), encoding="utf-8") as file:
-                text = file.read()
-            for line in text.splitlines():
-                key, _, value = line.partition(":")
-                self._status[key.strip()] = value.strip()
-        return self._status
-
-    def mounts(self) -> list[Mount]:
-        """``/proc/self/mountinfo``, parsed once.
-
-        Raises:
-            OSError: it cannot be read.
-            ValueError: it is malformed (again on every call, so each check fails).
-        """
-        if self._mounts is None:
-            self._mounts = read_mounts(self.proc_root)
-        return self._mounts
-
-    def cgroup_root(self) -> str:
-        """``/sys/fs/cgroup`` under ``sys_root``."""
-        return os.path.join(self.sys_root, "fs", "cgroup")
 
 
 def check_pid1(config: Config, inside: Inside) -> Check:
@@ -321,30 +202,6 @@ def check_cgroup_pids(config: Config, inside: Inside) -> Check:
     if hidden is not None:
         return hidden
     return Check("cgroup_pids", pids == config.expect.pids, f"{pids} (want {config.expect.pids})")
-
-
-def read_environ_bytes(proc_root: str) -> bytes:
-    """The environment this process was started with, raw (not Python's ``os.environ``,
-    which adds ``LC_CTYPE`` when it coerces the C locale).
-
-    Raises:
-        OSError: unreadable, as it is once the process is not dumpable.
-    """
-    with open(os.path.join(proc_root, "self", "environ"), "rb") as file:
-        return file.read()
-
-
-def parse_environ(raw: bytes) -> dict[str, str] | None:
-    """``NAME=value`` entries separated by NUL; None for a malformed or duplicate entry."""
-    environ: dict[str, str] = {}
-    for entry in raw.split(b"\0"):
-        if not entry:
-            continue
-        key, separator, value = entry.decode("utf-8", "surrogateescape").partition("=")
-        if not separator or not key or key in environ:
-            return None
-        environ[key] = value
-    return environ
 
 
 def check_environment(config: Config, inside: Inside) -> Check:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ctypes
 import os
 
-from sandbox_supervisor.attest import libc
+from sandbox_supervisor.syscalls import libc
 
 PR_CAPBSET_DROP = 24
 PR_GET_NO_NEW_PRIVS = 39

@@ -131,7 +131,7 @@ def run_in_process(config: Config) -> NoReturn:
     _signal.signal(_signal.SIGINT, _signal.default_int_handler)
     for signum in (_signal.SIGPIPE, _signal.SIGXFSZ):
         _signal.signal(signum, _signal.SIG_IGN)
-    from sandbox_supervisor.attest import libc
+    from sandbox_supervisor.syscalls import libc
 
     libc().prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # what execve of a plain binary restores
     try:

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from supervisor_helpers import MiB, valid_config
 
-from sandbox_supervisor import attest
+from sandbox_supervisor import attest, syscalls
 from sandbox_supervisor.config import parse_config
+from sandbox_supervisor.inside import Inside
 
 ENV = {"PATH": "/usr/bin:/bin", "HOSTNAME": "sandbox", "HOME": "/"}
 RUNC_MOUNTS = [
@@ -84,7 +85,7 @@ class FakeContainer:
             self.canary = (-1, 1)
             self.uname = (attest.GVISOR_RELEASE, attest.GVISOR_VERSION)
 
-    def build(self, root: Path) -> attest.Inside:
+    def build(self, root: Path) -> Inside:
         proc, sys_root, fs_root = root / "proc", root / "sys", root / "fs"
         (proc / "self").mkdir(parents=True)
         (proc / "self" / "status").write_text(
@@ -102,7 +103,7 @@ class FakeContainer:
             path.parent.mkdir(parents=True, exist_ok=True)
             with socket.socket(socket.AF_UNIX) as server:
                 server.bind(str(path))
-        return attest.Inside(
+        return Inside(
             proc_root=proc,
             sys_root=sys_root,
             fs_root=fs_root,
@@ -292,7 +293,7 @@ def test_a_check_that_raises_fails_with_the_error(tmp_path: Path) -> None:
 
 
 def test_real_syscall_helpers_answer_on_the_host() -> None:
-    assert attest.no_new_privs() in (0, 1)
-    result, _ = attest.seccomp_canary(146)
+    assert syscalls.no_new_privs() in (0, 1)
+    result, _ = syscalls.seccomp_canary(146)
     assert result == 0  # sched_get_priority_max(SCHED_OTHER): no rule on the host
-    assert "lo" in attest.Inside().interface_names()
+    assert "lo" in Inside().interface_names()

@@ -13,6 +13,7 @@ from supervisor_helpers import valid_config
 
 from sandbox_supervisor import attest, deps
 from sandbox_supervisor.config import ConfigError, parse_config
+from sandbox_supervisor.inside import Inside
 
 IMAGE_PATH = [
     "/workspace",
@@ -73,12 +74,12 @@ def test_without_an_environment_nothing_changes(tmp_path: Path) -> None:
     assert list(modules) == ["attr"]
 
 
-def _inside(tmp_path: Path, mounts: list[str]) -> attest.Inside:
+def _inside(tmp_path: Path, mounts: list[str]) -> Inside:
     proc = tmp_path / "proc"
     (proc / "self").mkdir(parents=True)
     (proc / "self" / "mountinfo").write_text("\n".join(mounts) + "\n")
     (tmp_path / "fs" / "deps").mkdir(parents=True)
-    return attest.Inside(proc_root=proc, fs_root=tmp_path / "fs")
+    return Inside(proc_root=proc, fs_root=tmp_path / "fs")
 
 
 def _config(manifest_sha256: str | None) -> attest.Config:

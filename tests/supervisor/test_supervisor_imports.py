@@ -56,7 +56,15 @@ def test_pid1_imports_none_of_the_heavy_modules() -> None:
     assert not {"sandbox_supervisor.run_tests", "sandbox_supervisor.tripwire"} & modules
 
 
-@pytest.mark.parametrize("module", ["sandbox_supervisor.protocol", "sandbox_supervisor.attest"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "sandbox_supervisor.protocol",
+        "sandbox_supervisor.attest",
+        "sandbox_supervisor.inside",
+        "sandbox_supervisor.syscalls",
+    ],
+)
 def test_type_only_imports_stay_type_only(module: str) -> None:
     done = _python(f"import {module}; print('typing' in sys.modules)")
     assert done.returncode == 0, done.stderr
