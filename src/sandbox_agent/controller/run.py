@@ -9,45 +9,37 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
-import json
-import os
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sandbox_agent.controller.loop import LoopState, LoopStop
 from sandbox_agent.controller.models import (
-    MAX_OUTPUT_TAIL_CHARS,
-    CandidateRecord,
-    FinalTests,
-    FixtureIntegrity,
     RunConfig,
-    RunEnvironment,
     RunResult,
-    ToolCallRecord,
+)
+from sandbox_agent.controller.outcome import (
+    after_final,
+    close_run,
+    environment_fields,
+    final_fields,
+    make_result,
 )
 from sandbox_agent.controller.recording import RecordingBackend, sandbox_run_fields
 from sandbox_agent.controller.source import Source, resolve_source
-from sandbox_agent.controller.status import Evidence, FinalTestEvidence, compute_status
 from sandbox_agent.controller.test_files import require_tests
 from sandbox_agent.errors import InfrastructureError, UsageError
 from sandbox_agent.providers import create_provider
 from sandbox_agent.providers.base import KnowsItsPlan, Provider, Watchful
-from sandbox_agent.providers.errors import ProviderError, RetryNotice
+from sandbox_agent.providers.errors import RetryNotice
 from sandbox_agent.sandbox.base import CancelToken, SandboxBackend, SandboxResult
 from sandbox_agent.settings import state_home
 from sandbox_agent.trace import Redactor, TraceWriter, summarise_exception
 
 if TYPE_CHECKING:
     from sandbox_agent.deps import Environment
-    from sandbox_agent.policy import Policy
     from sandbox_agent.tools.testrun import TestRun
-    from sandbox_agent.workspace import Workspace
 
-RESULT_FILE = "result.json"
-DIFF_FILE = "diff.patch"
 EventSink = Callable[[dict[str, Any]], None]
 
 
@@ -76,6 +68,15 @@ class RunSession:
         self.environment = environment
         """The repository's dependency environment, made before any model turn."""
         self.run_dir = (config.trace_dir or default_trace_dir()) / run_id
+
+    @property
+    def source_path(self) -> Path:
+        """The repository the run was given (sealed with its evidence)."""
+        return self.source.path
+
+    def evidence_digests(self) -> dict[str, Any]:
+        """What the sandbox backend saw, for the seal (``RecordingBackend.digests``)."""
+        return self.backend.digests()
 
     @classmethod
     @contextlib.contextmanager
@@ -188,7 +189,7 @@ class RunSession:
                     allowed_tools=list(config.allowed_tools),
                     fixture_sha256_before=workspace.sha256_before,
                     skipped=[tuple(s) for s in workspace.skipped][:50],
-                    environment=_environment_fields(self.environment),
+                    environment=environment_fields(self.environment),
                 )
                 try:
                     stop = strategy_loop(config.strategy)(
@@ -209,16 +210,17 @@ class RunSession:
                         waited = toolbox.baseline.waited_ms if toolbox.baseline else None
                         trace.emit(
                             "final_tests",
-                            **_final_fields(final),
+                            **final_fields(final),
                             baseline_wait_ms=None if waited is None else round(waited, 1),
                         )
-                        stop = _after_final(stop, final, cancel)
+                        stop = after_final(stop, final, cancel)
                 except InfrastructureError as error:
                     trace.emit("infrastructure_error", error=summarise_exception(error))
                     stop = LoopStop("sandbox_error", f"our side failed: {type(error).__name__}")
                 if on_final_workspace is not None:
                     on_final_workspace(workspace.root)
-                result = self._result(
+                result = make_result(
+                    self,
                     cancel=cancel,
                     workspace=workspace,
                     policy=policy,
@@ -234,143 +236,7 @@ class RunSession:
                 left = toolbox.discard_prestarted()  # before the workspace goes
                 if left:
                     trace.emit("prestart_cleanup", failures=left[:10])
-                self._close(trace, result, workspace, state, started)
-
-    def _result(
-        self,
-        *,
-        cancel: CancelToken,
-        workspace: Workspace,
-        policy: Policy,
-        state: LoopState,
-        stop: LoopStop,
-        final: TestRun | None,
-        trace: TraceWriter,
-        started: float,
-    ) -> RunResult:
-        diff = workspace.diff(limits=self.config.diff_limits, cancel=cancel)
-        files = workspace.files_changed()
-        sha_after = workspace.source_sha256_now()
-        stop = _after_the_loop(stop, cancel)
-        final_evidence = (
-            None
-            if final is None
-            else FinalTestEvidence(
-                final.sandbox.status,
-                bool(final.attested),
-                bool(final.passed),
-                final.baseline_failure,
-            )
-        )
-        verdict = compute_status(
-            Evidence(
-                loop_end=stop.end,
-                loop_reason=stop.reason,
-                original_intact=sha_after == workspace.sha256_before,
-                protected_in_diff=tuple(policy.check_final_diff(files)),
-                final_tests=final_evidence,
-            )
-        )
-        state.used.wall_seconds = round(time.monotonic() - started, 3)
-        redact = Redactor()
-        return RunResult(
-            run_id=self.run_id,
-            status=verdict.status,
-            reason=redact.text(verdict.reason),
-            diff=diff,
-            files_changed=files,
-            final_tests=None
-            if final is None
-            else FinalTests(
-                passed=bool(final.passed),
-                tests_run=int(final.tests_run),
-                failures=int(final.failures),
-                status=str(final.status),
-                reused=final.reused,
-                baseline_tests=final.baseline_tests or 0,
-                missing_tests=list(final.missing_tests[:20]),
-                output_tail=output_tail(final, redact),
-            ),
-            budget_used=state.used,
-            fixture=FixtureIntegrity(
-                intact=sha_after == workspace.sha256_before,
-                sha256_before=workspace.sha256_before,
-                sha256_after=sha_after,
-                sha256_copy=workspace.sha256_copy,
-            ),
-            trace_path=str(trace.path),
-            run_dir=str(self.run_dir),
-            # Recorded redacted by the loop; again here, as ``result.json`` is public too.
-            tool_calls=[
-                ToolCallRecord.model_validate(redact.value(call.model_dump()))
-                for call in state.tool_calls
-            ],
-            provider=self.config.provider,
-            model=redact.text(state.model),
-            runtime=self.config.runtime,
-            model_summary=None if state.model_summary is None else redact.text(state.model_summary),
-            strategy=self.config.strategy,
-            candidates=[
-                CandidateRecord.model_validate(redact.value(c.model_dump()))
-                for c in state.candidates
-            ],
-            environment=None
-            if self.environment is None
-            else RunEnvironment.model_validate(self.environment.summary()),
-            provider_error=None
-            if state.provider_error is None
-            else ProviderError.model_validate(redact.value(state.provider_error.model_dump())),
-        )
-
-    def _close(
-        self,
-        trace: TraceWriter,
-        result: RunResult | None,
-        workspace: Workspace,
-        state: LoopState,
-        started: float,
-    ) -> None:
-        if result is None:
-            trace.emit(
-                "run_finished",
-                status=None,
-                reason="the run stopped on an error",
-                budgets=state.used.model_dump(),
-            )
-            trace.close()
-            return
-        trace.emit(
-            "run_finished",
-            status=result.status,
-            reason=result.reason,
-            budgets=result.budget_used.model_dump(),
-            fixture=result.fixture.model_dump(),
-            files_changed=result.files_changed,
-            diff_sha256=hashlib.sha256(result.diff.encode()).hexdigest(),
-            wall_seconds=round(time.monotonic() - started, 3),
-        )
-        trace.close()
-        (self.run_dir / DIFF_FILE).write_text(result.diff, encoding="utf-8")
-        # Sealed first, published after: a run whose seal fails (an unsafe key, a full
-        # disk) must not leave a result.json claiming its status without evidence.
-        self._seal(result, trace)
-        temporary = self.run_dir / f".{RESULT_FILE}.tmp"
-        temporary.write_text(result.model_dump_json(indent=2), encoding="utf-8")
-        os.replace(temporary, self.run_dir / RESULT_FILE)
-
-    def _seal(self, result: RunResult, trace: TraceWriter) -> None:
-        from sandbox_agent.evidence import seal_run
-
-        record: dict[str, Any] = {
-            "result": json.loads(result.model_dump_json()),
-            "fixture_sha256_before": result.fixture.sha256_before,
-            "fixture_sha256_after": result.fixture.sha256_after,
-            "diff_sha256": hashlib.sha256(result.diff.encode()).hexdigest(),
-            "trace_head_sha256": trace.head_sha256,
-            "source_path": str(self.source.path),
-            **self.backend.digests(),
-        }
-        seal_run(self.run_dir, record)
+                close_run(self, trace, result, state=state, started=started)
 
 
 STRATEGY_LOOPS: dict[str, tuple[str, str]] = {
@@ -400,32 +266,6 @@ def _import_what_the_end_needs() -> None:
     import sandbox_agent.evidence  # noqa: F401
 
 
-def _environment_fields(environment: Environment | None) -> dict[str, Any] | None:
-    """The trace's record of the dependency environment: what it holds, and what it cost."""
-    if environment is None:
-        return None
-    return {
-        **environment.summary(),
-        "source": environment.source,
-        "manifest_sha256": environment.manifest_sha256,
-        "size_bytes": environment.size_bytes,
-        "made": environment.made,
-        "resolved": environment.resolved,
-        "prepare_ms": environment.prepare_ms,
-    }
-
-
-def output_tail(final: TestRun, redact: Redactor) -> str | None:
-    """The test output lines of ``final``'s summary (what a ``run_tests`` call shows the
-    model: its first line is the verdict, the rest the output's last lines), redacted,
-    then cut to its last ``MAX_OUTPUT_TAIL_CHARS``; None when there are none."""
-    _, _, tail = final.summary.partition("\n")
-    tail = redact.text(tail).strip("\n")
-    if not tail:
-        return None
-    return tail if len(tail) <= MAX_OUTPUT_TAIL_CHARS else "…" + tail[-MAX_OUTPUT_TAIL_CHARS + 1 :]
-
-
 def _record_retry(trace: TraceWriter, notice: RetryNotice) -> None:
     """A failed model request about to be sent again, as the trace (and a live watcher)
     sees it before the wait."""
@@ -436,45 +276,6 @@ def _record_retry(trace: TraceWriter, notice: RetryNotice) -> None:
         wait_seconds=round(notice.wait_seconds, 3),
         provider_error=notice.error.model_dump(),
     )
-
-
-def _final_fields(final: TestRun) -> dict[str, Any]:
-    return {
-        "passed": final.passed,
-        "tests_run": final.tests_run,
-        "failures": final.failures,
-        "status": final.status,
-        "exit_code": final.exit_code,
-        "attested": final.attested,
-        "runtime": final.runtime,
-        "reused": final.reused,
-        "baseline_tests": final.baseline_tests,
-        "missing_tests": len(final.missing_tests),
-    }
-
-
-def _after_final(stop: LoopStop, final: TestRun, cancel: CancelToken) -> LoopStop:
-    """A final test run cut short by cancellation or the deadline ends the run that way."""
-    if final.sandbox.status == "completed":
-        return stop
-    if cancel.cancelled:
-        return LoopStop("cancelled", "cancelled during the final test run")
-    if cancel.deadline_passed():
-        return LoopStop("timeout", "wall clock ran out during the final test run")
-    return stop
-
-
-def _after_the_loop(stop: LoopStop, cancel: CancelToken) -> LoopStop:
-    """Cancellation or the wall clock during the phases after the loop (the final tests,
-    the diff, the hash of the original) ends the run that way too: those phases stop
-    early for them, so their result is not the run's (SR-8 C8-4)."""
-    if stop.end in ("cancelled", "timeout"):
-        return stop
-    if cancel.cancelled:
-        return LoopStop("cancelled", "cancelled after the loop, during the final checks")
-    if cancel.deadline_passed():
-        return LoopStop("timeout", "wall clock ran out after the loop, during the final checks")
-    return stop
 
 
 def _sandboxes_ahead(provider: Provider, most: int) -> int:
