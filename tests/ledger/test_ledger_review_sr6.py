@@ -18,11 +18,20 @@ LIMITS = SpendLimits(max_cost_usd=1.0, experiment_budget_usd=1.0, max_calls=10, 
 
 @pytest.mark.parametrize("field", ["max_cost_usd", "experiment_budget_usd"])
 @pytest.mark.parametrize("value", [math.inf, -1.0, math.nan])
-def test_f10_a_budget_that_is_no_number_is_a_usage_error(field: str, value: float) -> None:
+def test_f10_a_budget_that_is_no_number_is_a_usage_error(
+    field: str, value: float, capsys: pytest.CaptureFixture[str]
+) -> None:
     """SR-6 F10: ``--max-cost-usd inf`` passed ``ge=0`` and crashed ``reserve`` with an
-    OverflowError; -1 and NaN crashed with a pydantic ValidationError (a traceback, exit 1)."""
-    with pytest.raises(UsageError, match=field.replace("_", "-")):
-        limits_from_options(ProviderOptions(**{field: value}))
+    OverflowError; -1 and NaN crashed with a pydantic ValidationError (a traceback, exit 1).
+    Now the options refuse them when they are made, and the CLI says so in one line."""
+    from sandbox_agent.cli import main
+
+    flag = "--" + field.replace("_", "-")
+    argv = ["run", "--fixture", "paginator", "--task", "t", "--provider", "openai"]
+    assert main([*argv, flag, str(value)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "\n" not in error
+    assert field in error or flag in error
 
 
 @pytest.mark.parametrize(

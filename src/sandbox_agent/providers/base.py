@@ -163,8 +163,17 @@ class KnowsItsPlan(Protocol):
         ...
 
 
+DEFAULT_MAX_OUTPUT_TOKENS = 2048
+MAX_OUTPUT_TOKENS = 1_000_000
+
+
 class ProviderOptions(BaseModel):
-    """Everything any provider factory may need. Each provider reads only its own fields."""
+    """Everything any provider factory may need. Each provider reads only its own fields.
+
+    Limits are checked here, when the options are made (a CLI flag, a service request, a
+    cluster payload), with the field's name in the one-line error: never later, by flag
+    name, in the provider that reads them.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -173,20 +182,23 @@ class ProviderOptions(BaseModel):
     reference_plan_path: str | None = None
     """The fixture's own reference plan (kept outside its repository folder), if any."""
     run_id: str = ""
-    model: str | None = None
+    model: str | None = Field(None, min_length=1, max_length=200)
     """Real providers: the model name."""
-    base_url: str | None = None
-    """``openai``: an OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp, ...)."""
-    max_output_tokens: int = 2048
-    max_cost_usd: float | None = None
-    experiment_budget_usd: float | None = None
-    experiment: str = "default"
-    price_per_mtok_in: float | None = None
-    price_per_mtok_out: float | None = None
+    base_url: str | None = Field(None, pattern=r"^https?://\S+$", max_length=2000)
+    """``openai`` and ``anthropic``: another endpoint (vLLM, Ollama, llama.cpp, ...)."""
+    max_output_tokens: int = Field(DEFAULT_MAX_OUTPUT_TOKENS, ge=1, le=MAX_OUTPUT_TOKENS)
+    """The reply cap of one model turn (the local provider's own default is lower)."""
+    max_cost_usd: float | None = Field(None, ge=0, allow_inf_nan=False)
+    """Estimated spend of one run (``--max-cost-usd``; a named default when None)."""
+    experiment_budget_usd: float | None = Field(None, ge=0, allow_inf_nan=False)
+    """Estimated spend of every run of one experiment (``--experiment-budget-usd``)."""
+    experiment: str = Field("default", min_length=1, max_length=200)
+    price_per_mtok_in: float | None = Field(None, ge=0, allow_inf_nan=False)
+    price_per_mtok_out: float | None = Field(None, ge=0, allow_inf_nan=False)
     ledger_path: str | None = None
-    max_calls: int | None = None
+    max_calls: int | None = Field(None, ge=1, le=1_000_000)
     """Real providers: requests per run, retries included (a default when None)."""
-    max_tokens: int | None = None
+    max_tokens: int | None = Field(None, ge=1, le=10**12)
     """Real providers: input plus output tokens per run (a default when None)."""
     request_timeout_seconds: float | None = Field(None, gt=0, le=3600)
     """Real providers: one HTTP request's whole time (``--request-timeout``); None: the

@@ -22,6 +22,7 @@ from sandbox_agent.errors import InfrastructureError, ModelServerGone
 from sandbox_agent.ledger.prices import Price
 from sandbox_agent.ledger.store import open_ledger
 from sandbox_agent.localmodel import pins, process, server
+from sandbox_agent.providers.base import DEFAULT_MAX_OUTPUT_TOKENS as DEFAULT_REPLY_CAP
 from sandbox_agent.providers.base import ModelReply, ModelRequest, Provider, ProviderOptions
 from sandbox_agent.providers.chat_protocol import ToolProtocol
 from sandbox_agent.providers.meter import Failure, Meter, limits_from_options
@@ -114,7 +115,7 @@ def create(options: ProviderOptions) -> Provider:
     )
     max_output = (
         options.max_output_tokens
-        if options.max_output_tokens != ProviderOptions.model_fields["max_output_tokens"].default
+        if options.max_output_tokens != DEFAULT_REPLY_CAP
         else DEFAULT_MAX_OUTPUT_TOKENS
     )
     return LocalProvider(
