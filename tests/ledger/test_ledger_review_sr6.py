@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_agent.errors import BudgetExhausted, UsageError
+from sandbox_agent.errors import BudgetExhausted
 from sandbox_agent.ledger.store import Ledger, SpendLimits
-from sandbox_agent.providers.base import ProviderOptions
-from sandbox_agent.providers.meter import MAX_REPORTED_TOKENS, limits_from_options, token_counts
+from sandbox_agent.providers.meter import MAX_REPORTED_TOKENS, token_counts
 
 LIMITS = SpendLimits(max_cost_usd=1.0, experiment_budget_usd=1.0, max_calls=10, max_tokens=10**6)
 
