@@ -51,6 +51,8 @@ PATCH_EXISTS: Final = "patch.exists"
 """``old`` is empty (create a file) but the file already exists."""
 PATCH_TOO_LARGE: Final = "patch.too_large"
 """The patched file or the whole patch would exceed its size limit."""
+PATCH_NOOP: Final = "patch.noop"
+"""``old`` equals ``new``: the edit would change nothing (it is not "applied")."""
 SEARCH_BAD_PATTERN: Final = "search.bad_pattern"
 """The pattern is not a valid RE2 expression (no backreferences or lookaround)."""
 
@@ -75,6 +77,7 @@ ALL_DENIAL_CODES: Final[frozenset[str]] = frozenset(
         PATCH_NOT_FOUND,
         PATCH_EXISTS,
         PATCH_TOO_LARGE,
+        PATCH_NOOP,
         SEARCH_BAD_PATTERN,
     }
 )

@@ -69,6 +69,9 @@ SCENARIOS: dict[str, Callable[[ToolBox], str | None]] = {
     ),
     denials.PATCH_NOT_FOUND: via_tool("apply_patch", edits=[edit("paginator/core.py", "zzz", "x")]),
     denials.PATCH_EXISTS: via_tool("apply_patch", edits=[edit("paginator/core.py", "", "x")]),
+    denials.PATCH_NOOP: via_tool(
+        "apply_patch", edits=[edit("paginator/core.py", "return 1", "return 1")]
+    ),
     denials.PATCH_TOO_LARGE: via_tool(
         "apply_patch",
         edits=[edit("paginator/grow.py", "", "a" * 250_000 + "#0")]

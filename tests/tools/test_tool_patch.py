@@ -61,6 +61,7 @@ def test_edits_to_one_file_apply_in_order(toolbox: ToolBox, workspace: Workspace
         (edit("paginator/core.py", "return", "x"), denials.PATCH_NOT_UNIQUE),
         (edit("paginator/core.py", "not there", "x"), denials.PATCH_NOT_FOUND),
         (edit("paginator/core.py", "", "x"), denials.PATCH_EXISTS),
+        (edit("paginator/core.py", "return 1", "return 1"), denials.PATCH_NOOP),
         (edit("tests/test_core.py", "3)", "5)"), denials.PATH_PROTECTED),
         (edit("tests/test_new.py", "", "x"), denials.PATH_PROTECTED),
         (edit("conftest.py", "", "import os\n"), denials.PATH_PROTECTED),
@@ -77,6 +78,25 @@ def test_refused_edits_change_nothing(
     outcome = call(toolbox, "apply_patch", edits=[patch])
     assert not outcome.ok
     assert outcome.denial == code
+    assert workspace.files_changed() == []
+
+
+def test_an_edit_that_changes_nothing_is_refused_not_applied(
+    toolbox: ToolBox, workspace: Workspace
+) -> None:
+    """A small model copies ``old`` into ``new`` unchanged; "applied" would tell it the
+    fix is in (issue 29). The refusal says why, and nothing is written."""
+    outcome = call(
+        toolbox,
+        "apply_patch",
+        edits=[
+            edit("paginator/core.py", "return 1", "return 2"),
+            edit("paginator/core.py", "return n // size", "return n // size"),
+        ],
+    )
+    assert outcome.denial == denials.PATCH_NOOP
+    assert "edit 2" in outcome.message
+    assert "the same" in outcome.message
     assert workspace.files_changed() == []
 
 

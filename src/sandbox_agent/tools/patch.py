@@ -32,6 +32,12 @@ def plan_patch(
         reason = policy.protected_reason(path)
         if reason is not None:
             raise ToolDenied(denials.PATH_PROTECTED, f"{where}: the path is protected ({reason})")
+        if edit.old and edit.old == edit.new:
+            raise ToolDenied(
+                denials.PATCH_NOOP,
+                f"{where}: 'old' and 'new' are the same, so the edit changes nothing; "
+                "put the corrected text in 'new'",
+            )
         if edit.old == "":
             if path in current or fs.file_exists(path):
                 raise ToolDenied(
