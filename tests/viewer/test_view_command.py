@@ -62,7 +62,7 @@ def test_view_listens_on_loopback_only() -> None:
 @pytest.mark.parametrize(
     ("args", "words"),
     [
-        (["{missing}"], "is not a folder"),
+        (["{missing}"], "does not exist"),
         (["{file}"], "is not a folder"),
         (["{folder}", "--max-events", "0"], "--max-events"),
         (["{folder}", "--max-file-bytes", "10"], "--max-file-bytes"),

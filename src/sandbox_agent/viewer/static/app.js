@@ -95,7 +95,7 @@ async function refreshServiceRuns() {
   const data = await service.runs();
   const runs = Array.isArray(data.runs) ? data.runs : [];
   $("runs").tBodies[0].replaceChildren(...runs.map((run) => runRow({
-    label: str(run.id).slice(0, 8), task: str(run.task), source: str(run.fixture_name), provider: str(run.provider),
+    label: str(run.id).slice(0, 8), task: str(run.task), source: str(run.fixture_name) || str(run.repo), provider: str(run.provider),
     started: fmt.timeNode(run.submitted_at), duration: fmt.seconds(run.duration_s), budget: fmt.budget(run.budget_used),
   }, runHref(run.id), run.status)));
   $("runs-empty").hidden = runs.length > 0;
@@ -154,7 +154,8 @@ function renderHeader(state) {
   const facts = $("run-facts");
   facts.replaceChildren();
   fact(facts, "Task", str(start.task) || str(run.task));
-  fact(facts, "Repository", str(start.source) || str(run.fixture_name));
+  fact(facts, "Repository", str(run.repo) || str(start.source) || str(run.fixture_name));
+  fact(facts, "Strategy", str(result.strategy) || str(run.strategy));
   fact(facts, "Provider", providerText(str(result.provider) || str(run.provider) || str(start.provider), str(result.model) || str(run.model)));
   fact(facts, "Runtime", str(result.runtime) || str(start.runtime));
   if (run.submitted_at) fact(facts, "Submitted", fmt.timeNode(run.submitted_at));
@@ -169,7 +170,8 @@ function renderHeader(state) {
       el("span", " (recorded, never believed)", "muted")));
   }
   if (str(result.trace_path)) fact(facts, "Trace (as recorded)", result.trace_path, "path");
-  renderVerdicts($("verdict-facts"), result, state.page && state.page.evaluation ? state.page.evaluation.heldout : null);
+  renderVerdicts($("verdict-facts"), result, state.page && state.page.evaluation ? state.page.evaluation.heldout : null,
+    IN_FLIGHT.includes(status));
   $("cancel-button").hidden = !(mode === "service" && IN_FLIGHT.includes(status));
 }
 
@@ -353,8 +355,7 @@ async function startService() {
   $("submit-section").hidden = false;
   try {
     const data = await service.fixtures();
-    $("fixture").replaceChildren(...(data.fixtures || []).map((name) => el("option", name)));
-    $("provider").replaceChildren(...(data.providers || []).map((name) => el("option", name)));
+    showSubmitChoices(data);
     await refreshServiceRuns();
     service.preflight().then((status) => {
       $("preflight").textContent = "preflight: " + str(status.status) + (str(status.detail) ? " (" + status.detail + ")" : "");
@@ -367,9 +368,33 @@ async function startService() {
   route();
 }
 
+// The form's choices and defaults, from GET /fixtures: the server's default provider (its
+// first real one), that provider's default strategy, and a folder path under its roots.
+let defaultStrategies = {};
+
+function showSubmitChoices(data) {
+  $("fixture").replaceChildren(...(Array.isArray(data.fixtures) ? data.fixtures : []).map((name) => el("option", name)));
+  const providers = Array.isArray(data.providers) ? data.providers : [];
+  $("provider").replaceChildren(...providers.map((name) => el("option", name)));
+  if (providers.includes(data.default_provider)) $("provider").value = data.default_provider;
+  defaultStrategies = isObject(data.default_strategies) ? data.default_strategies : {};
+  showDefaultStrategy();
+  const roots = (Array.isArray(data.repo_roots) ? data.repo_roots : []).filter((root) => typeof root === "string");
+  $("repo-label").hidden = roots.length === 0;
+  $("repo-roots").textContent = roots.length ? "(under " + roots.join(", ") + ")" : "";
+  $("repo").placeholder = roots.length ? roots[0] + "/…" : "";
+}
+
+function showDefaultStrategy() {
+  const strategy = defaultStrategies[$("provider").value];
+  if (strategy === "tools" || strategy === "repair") $("strategy").value = strategy;
+}
+
 async function submitRun(event) {
   event.preventDefault();
-  const body = { fixture: $("fixture").value, task: $("task").value, provider: $("provider").value };
+  const body = { task: $("task").value, provider: $("provider").value, strategy: $("strategy").value };
+  const repo = $("repo-label").hidden ? "" : $("repo").value.trim();
+  if (repo) body.repo = repo; else body.fixture = $("fixture").value;
   const planText = $("plan").value.trim();
   if (planText) {
     try { body.plan = JSON.parse(planText); } catch (error) {
@@ -418,6 +443,7 @@ async function main() {
   });
   $("forget-token").addEventListener("click", () => showLogin(""));
   $("submit-form").addEventListener("submit", submitRun);
+  $("provider").addEventListener("change", showDefaultStrategy);
   if (service.token()) startService(); else showLogin("");
   document.body.dataset.ready = "true";
 }

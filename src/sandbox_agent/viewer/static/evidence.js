@@ -48,7 +48,8 @@ export function renderSeal(container, verdict, pendingText) {
 }
 
 // The original's integrity, the final verdict and the judges, as facts.
-export function renderVerdicts(list, result, heldout) {
+// inFlight: the run is still queued or running, so no verdict is missing yet.
+export function renderVerdicts(list, result, heldout, inFlight = false) {
   list.replaceChildren();
   const fixture = isObject(result.fixture) ? result.fixture : null;
   if (fixture) {
@@ -71,6 +72,8 @@ export function renderVerdicts(list, result, heldout) {
       fact(list, "Test output", collapsible("The last lines, as run_tests shows them to the model", output, final.passed !== true, "test-output"));
     }
     fact(list, "Judged by", judgeText(final.judge || "in_process"));
+  } else if (inFlight) {
+    fact(list, "Final tests", "pending: the run is still going", "pending");
   } else if (result.final_tests === null) {
     fact(list, "Final tests", "none: the controller made no final test run (see the reason)", "bad");
   }
