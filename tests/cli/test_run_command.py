@@ -32,7 +32,7 @@ def test_budget_flag_help_matches_the_defaults() -> None:
     [
         (["--fixture", "nope"], "no fixture 'nope'"),
         (["--fixture", "../paginator"], "no fixture"),
-        (["--repo", "/nonexistent/repo"], "is not a folder"),
+        (["--repo", "/nonexistent/repo"], "does not exist"),
         (["--fixture", "paginator", "--provider", "gpt-9"], "choose one of: scripted"),
         (["--fixture", "paginator", "--max-iterations", "0"], "max_iterations"),
     ],
@@ -83,3 +83,29 @@ def test_real_model_budget_flags_reach_the_provider_options() -> None:
     options = build_config(build_parser().parse_args(argv)).provider_options
     assert (options.max_calls, options.max_tokens, options.experiment) == (12, 50000, "smoke")
     assert options.max_cost_usd == 0.5
+
+
+def test_the_human_output_names_the_run_folder_and_prints_no_empty_table(tmp_path: Path) -> None:
+    from sandbox_agent.controller.models import (
+        BudgetUsed,
+        FixtureIntegrity,
+        RunResult,
+    )
+    from sandbox_agent.controller.report import render
+
+    result = RunResult(
+        run_id="r",
+        status="FAILED",
+        reason="no test ran",
+        diff="",
+        files_changed=[],
+        final_tests=None,
+        budget_used=BudgetUsed(),
+        fixture=FixtureIntegrity(intact=True, sha256_before="a", sha256_after="a"),
+        trace_path=str(tmp_path / "r" / "trace.jsonl"),
+        tool_calls=[],
+        run_dir=str(tmp_path / "r"),
+    )
+    shown = render(result)
+    assert f"run folder:    {tmp_path / 'r'}" in shown
+    assert "summary" not in shown

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from sandbox_agent.controller.models import RunResult
 
 MAX_DIFF_LINES = 200
@@ -37,9 +39,11 @@ def render(result: RunResult) -> str:
     lines.append(f"original:      {intact}  sha256 {fixture.sha256_after}")
     if result.model_summary is not None:
         lines.append(f"model said:    {result.model_summary[:200]!r} (recorded, not believed)")
+    lines.append(f"run folder:    {result.run_dir or Path(result.trace_path).parent}")
     lines.append(f"trace:         {result.trace_path}")
-    lines.append("")
-    lines.append(f"  #  {'tool':<12} {'ok':<8} {'ms':>8}  summary")
+    if result.tool_calls:
+        lines.append("")
+        lines.append(f"  #  {'tool':<12} {'ok':<8} {'ms':>8}  summary")
     for index, call in enumerate(result.tool_calls, 1):
         ok = "ok" if call.ok else ("denied" if call.denial else "error")
         summary = str(call.result.get("summary", ""))[:100]

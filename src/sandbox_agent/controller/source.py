@@ -54,6 +54,8 @@ def resolve_source(config: RunConfig) -> Source:
     if (config.fixture is None) == (config.repo is None):
         raise UsageError("give exactly one of --fixture NAME or --repo PATH")
     if config.repo is not None:
+        if not config.repo.exists():
+            raise UsageError(f"--repo {config.repo} does not exist; give a repository folder")
         if not config.repo.is_dir():
             raise UsageError(f"--repo {config.repo} is not a folder; give a repository folder")
         return Source(config.repo.resolve(), str(config.repo), None)
