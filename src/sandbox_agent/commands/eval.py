@@ -137,7 +137,7 @@ def _reap_once() -> None:
     import requests.exceptions
 
     from sandbox_agent.errors import DockerUnavailable, SetupError
-    from sandbox_agent.sandbox.docker_backend import DockerBackend
+    from sandbox_agent.sandbox.docker.docker_backend import DockerBackend
 
     try:
         backend = DockerBackend(reap_on_first_use=False)
@@ -201,7 +201,7 @@ def _run_locally(cases: Any, options: Any, progress: Any, journal: Any) -> Any:
     """Every run on this host, ``--jobs`` at once (``evals.running.executor.run_all``)."""
     from sandbox_agent.controller import run_task
     from sandbox_agent.evals.running.executor import run_all
-    from sandbox_agent.sandbox.docker_backend import DockerBackend
+    from sandbox_agent.sandbox.docker.docker_backend import DockerBackend
 
     _reap_once()
     return run_all(
