@@ -75,15 +75,16 @@ def _own_time(records: list[Any]) -> float:
 
 def _on_cluster(address: str, cases: list[Any], options: Any) -> tuple[float, int, float]:
     """Wall time of the runs alone (after joining and describing the nodes)."""
-    from sandbox_agent.cluster.connect import connected, describe_nodes
-    from sandbox_agent.cluster.evals import ClusterOptions, _Scheduler
+    from sandbox_agent.cluster.connect import connected
+    from sandbox_agent.cluster.nodes import describe_nodes
     from sandbox_agent.errors import SetupError
+    from sandbox_agent.evals.running.scheduler import ClusterOptions, Scheduler
 
     with connected(address) as target:
         nodes = describe_nodes(options.runtime)
         if all(node.problem for node in nodes):
             raise SetupError("; ".join(f"{node.name}: {node.problem}" for node in nodes))
-        scheduler = _Scheduler(
+        scheduler = Scheduler(
             cases=cases,
             options=options,
             cluster=ClusterOptions(address=address),

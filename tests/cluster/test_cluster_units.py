@@ -9,9 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_agent.cluster import connect, local, payload
-from sandbox_agent.cluster.connect import NodeInfo
-from sandbox_agent.cluster.evals import _RAY_NODE
+from sandbox_agent.cluster import connect, local, nodes, payload
 from sandbox_agent.cluster.node import (
     NodePreflight,
     RayStart,
@@ -19,8 +17,10 @@ from sandbox_agent.cluster.node import (
     slot_resource,
     slot_resources,
 )
-from sandbox_agent.cluster.report import ClusterReport, NodeReport, markdown
+from sandbox_agent.cluster.nodes import NodeInfo
 from sandbox_agent.errors import UsageError
+from sandbox_agent.evals.results.cluster_report import ClusterReport, NodeReport, markdown
+from sandbox_agent.evals.running.scheduler import RAY_NODE
 
 
 def test_only_runtimes_whose_preflight_passed_get_slots() -> None:
@@ -151,11 +151,11 @@ def test_a_node_without_slots_says_why() -> None:
         ip="127.0.0.16",
         preflight=[NodePreflight(runtime="runc", ok=False, failed=["daemon"], detail="no")],
     )
-    assert connect._slot_problem(failed, "runc").startswith("preflight runc failed (daemon)")
+    assert nodes._slot_problem(failed, "runc").startswith("preflight runc failed (daemon)")
     plain = NodeInfo(node_id="b" * 56, ip="127.0.0.17")
-    assert "not started by 'sandbox-agent cluster node'" in connect._slot_problem(plain, "runc")
+    assert "not started by 'sandbox-agent cluster node'" in nodes._slot_problem(plain, "runc")
     ready = NodeInfo(node_id="c" * 56, ip="127.0.0.18", slots={"runc": 2})
-    assert connect._slot_problem(ready, "runc") == ""
+    assert nodes._slot_problem(ready, "runc") == ""
     assert ready.name == "127.0.0.18/cccccccccccc"
 
 
@@ -164,7 +164,7 @@ def test_the_node_rays_error_names_is_read() -> None:
         "Task failed because the node it was running on is dead or unavailable. Node IP: "
         "127.0.0.15, node ID: e09cfd330aa79dfef47fe716a3791fb9ba48823bcdefcc8611e51db0. This"
     )
-    found = _RAY_NODE.search(text)
+    found = RAY_NODE.search(text)
     assert found is not None
     assert (found["ip"], found["id"][:12]) == ("127.0.0.15", "e09cfd330aa7")
 
@@ -247,9 +247,9 @@ def test_ray_client_gives_up_after_its_attempts_and_other_errors_at_once(
 def test_a_node_that_sends_back_a_record_of_another_run_is_refused(tmp_path: Path) -> None:
     # SR-10 C2 (the review's M1): the driver took whatever record a node sent for a run,
     # so a node could answer a run of one task with a (passing) record of another.
-    from sandbox_agent.cluster.evals import ClusterOptions, _Attempt, _Scheduler
     from sandbox_agent.cluster.remote import Finished
     from sandbox_agent.evals.running.executor import EvalOptions, build_config, error_record
+    from sandbox_agent.evals.running.scheduler import Attempt, ClusterOptions, Scheduler
     from sandbox_agent.evals.tasks.cases import EvalCase
     from sandbox_agent.evals.tasks.taskfile import HeldOut, Task
 
@@ -261,17 +261,17 @@ def test_a_node_that_sends_back_a_record_of_another_run_is_refused(tmp_path: Pat
 
     asked, other = case("asked"), case("other")
     options = EvalOptions()
-    scheduler = _Scheduler(cases=[asked], options=options, cluster=ClusterOptions(address="x"),
+    scheduler = Scheduler(cases=[asked], options=options, cluster=ClusterOptions(address="x"),
                            address="x", nodes=[], progress=None, on_record=None)  # fmt: skip
     forged = error_record(other, 0, build_config(other, options, "r"), "x")
     with pytest.raises(UsageError, match="a record of other #0 for a run of asked #0"):
         scheduler._finished(
-            _Attempt(key=(0, 0), number=1),
+            Attempt(key=(0, 0), number=1),
             Finished(payload=forged.model_dump_json(), run_folder=None),
         )
     honest = error_record(asked, 0, build_config(asked, options, "r"), "x")
     kept = scheduler._finished(
-        _Attempt(key=(0, 0), number=1), Finished(payload=honest.model_dump_json(), run_folder=None)
+        Attempt(key=(0, 0), number=1), Finished(payload=honest.model_dump_json(), run_folder=None)
     )
     assert kept.task_id == "asked"
 
@@ -282,9 +282,9 @@ def test_a_node_that_sends_back_a_record_of_another_run_is_refused(tmp_path: Pat
     "of its runs and declares its own key, so it is trusted with their verdicts",
 )
 def test_a_node_cannot_forge_a_pass_for_the_run_it_executes(tmp_path: Path) -> None:
-    from sandbox_agent.cluster.evals import ClusterOptions, _Attempt, _Scheduler
     from sandbox_agent.cluster.remote import Finished
     from sandbox_agent.evals.running.executor import EvalOptions, build_config, error_record
+    from sandbox_agent.evals.running.scheduler import Attempt, ClusterOptions, Scheduler
     from sandbox_agent.evals.tasks.cases import EvalCase
     from sandbox_agent.evals.tasks.taskfile import HeldOut, Task
 
@@ -293,9 +293,9 @@ def test_a_node_cannot_forge_a_pass_for_the_run_it_executes(tmp_path: Path) -> N
                 held_out=HeldOut(path=str(tmp_path)))  # fmt: skip
     asked = EvalCase(task=task, fixtures_dir=tmp_path, held_out_dir=tmp_path)
     options = EvalOptions()
-    scheduler = _Scheduler(cases=[asked], options=options, cluster=ClusterOptions(address="x"),
+    scheduler = Scheduler(cases=[asked], options=options, cluster=ClusterOptions(address="x"),
                            address="x", nodes=[], progress=None, on_record=None)  # fmt: skip
     forged = error_record(asked, 0, build_config(asked, options, "r"), "x")
     forged = forged.model_copy(update={"status": "SUCCEEDED", "passed": True, "error": None})
     sent = Finished(payload=forged.model_dump_json(), run_folder=None)
-    assert scheduler._finished(_Attempt(key=(0, 0), number=1), sent).passed is False
+    assert scheduler._finished(Attempt(key=(0, 0), number=1), sent).passed is False

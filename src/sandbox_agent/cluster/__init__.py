@@ -1,4 +1,4 @@
-"""Evaluations and service runs on a Ray cluster (issue 19).
+"""A Ray cluster as a transport: it runs a run on a node and brings back its result.
 
 Each module does one job:
 
@@ -6,13 +6,16 @@ Each module does one job:
   advertises sandbox slots, then becomes ``ray start``;
 - ``local``: a head and two workers on loopback addresses of this machine
   (``make cluster-up`` / ``make cluster-down``), stopped by process group;
-- ``connect``: finding and joining a cluster (``--ray auto`` / ``ray://``), and
-  what each node said about itself;
+- ``connect``: finding and joining a cluster (``--ray auto`` / ``ray://``);
+- ``nodes``: what each node said about itself, and reaping what dead runs left;
 - ``payload``: what crosses the network: folders as bounded tar bytes, run folders back;
-- ``remote``: the Ray tasks that run one eval case or one service run on a node;
-- ``evals``: ``eval --ray``: scheduling, lost nodes, retries, cancellation, head loss;
-- ``service``: ``serve --ray``: the service's run function on the cluster;
-- ``ledger``: one spend ledger for the cluster (an actor on the head owning the file).
+- ``remote``: a run task's messages (started, events, finished) and the run in a thread
+  of the task, cancellable.
+
+What runs, and what is made of the results, is the caller's: ``eval --ray``'s scheduling
+is ``sandbox_agent.evals.running`` (``cluster``, ``scheduler``, ``on_node``), ``serve
+--ray``'s run function is ``sandbox_agent.service.cluster``, and the cluster's spend
+ledger is ``sandbox_agent.ledger.actor``.
 
 Ray is imported lazily everywhere: nothing here costs a local run anything.
 """

@@ -5,7 +5,7 @@ preflight of every runtime asked for runs on this node (its Docker daemon, its r
 image, a verified probe sandbox), and only runtimes that passed are advertised as
 ``sandbox-slot-<runtime>`` resources. Every run asks for one slot of its runtime, so
 a node whose preflight failed is never given a run. What the preflight found goes to
-the node's processes in ``NODE_PREFLIGHT_ENV``, where ``connect.describe_nodes``
+the node's processes in ``NODE_PREFLIGHT_ENV``, where ``nodes.describe_nodes``
 reads it back, so a failed node is named in the report.
 """
 

@@ -1,14 +1,15 @@
-"""What crosses the network: folders as bounded tar bytes, cases out, run folders back.
+"""What crosses the network: folders as bounded tar bytes, out to a node and back.
 
-A case goes to a node as data, never as a path: its repository (a fixture or a
-generated one), its held-out tests and its plan, packed here and unpacked in a private
-folder on the node. A node that holds the very same repository at the very same path
-(one machine, or the project installed at one path everywhere) runs it from there, so
-a run's evidence names the path the caller has and ``verify`` re-hashes it as after a
-local run. A run's folder (trace, result, diff, evidence) comes back the same way.
+A run's inputs go to a node as data, never as a path: a repository (a fixture or a
+generated one) and any other folder the run needs, packed here (``copy_of``) and
+unpacked in a private folder on the node (``place``). A node that holds the very same
+tree at the very same path (one machine, or the project installed at one path
+everywhere) runs it from there, so a run's evidence names the path the caller has and
+``verify`` re-hashes it as after a local run. A run's folder (trace, result, diff,
+evidence) comes back the same way (``pack_run_folder``, ``unpack_run_folder``).
 
-Nothing secret is packed: a case is task text, repository files, held-out tests and a
-plan; real-model keys stay in each node's own environment (docs/CLUSTER.md).
+Nothing secret is packed: real-model keys stay in each node's own environment
+(docs/CLUSTER.md); what an evaluation case ships is ``evals.running.on_node``'s.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from sandbox_agent.errors import UsageError
-from sandbox_agent.evals.tasks.cases import EvalCase
 
 MAX_PACKED_BYTES = 64 * 1024 * 1024
 """A folder larger than this is refused rather than shipped (a repository, a run folder)."""
@@ -100,67 +100,6 @@ def place(copy: FolderCopy, scratch: Path) -> Path:
     except WorkspaceError:
         pass
     return unpack_folder(copy.tar, scratch)
-
-
-class CaseBundle(BaseModel):
-    """One eval case as it crosses to a node: the case with the caller's paths, and the
-    bytes of every folder and file it names."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    case: EvalCase
-    repository: FolderCopy
-    """The fixture folder (``fixtures_dir/<fixture>``) or the generated repository."""
-    held_out: FolderCopy
-    plan: bytes | None = None
-    """The case's plan file, or the fixture's own reference plan when the case names none."""
-
-
-def bundle_case(case: EvalCase) -> CaseBundle:
-    """Pack ``case`` for a node.
-
-    Raises:
-        UsageError: a folder is missing or too large.
-    """
-    from sandbox_agent.controller.source import reference_plan_path
-
-    if case.repo is not None:
-        repository = case.repo
-        plan_file = case.plan
-    else:
-        folder = case.fixtures_dir or _default_fixtures()
-        repository = folder / case.task.fixture
-        plan_file = case.plan or reference_plan_path(folder, case.task.fixture)
-    return CaseBundle(
-        case=case,
-        repository=copy_of(repository),
-        held_out=copy_of(case.held_out_dir),
-        plan=plan_file.read_bytes() if plan_file is not None else None,
-    )
-
-
-def _default_fixtures() -> Path:
-    from sandbox_agent.settings import default_fixtures_dir
-
-    return default_fixtures_dir()
-
-
-def case_on_node(bundle: CaseBundle, scratch: Path) -> EvalCase:
-    """The case with this node's paths: repository, held-out tests and plan placed under
-    ``scratch`` (or the caller's own paths where this node holds the identical trees)."""
-    case = bundle.case
-    repository = place(bundle.repository, scratch / "fixtures" / case.task.fixture)
-    held_out = place(bundle.held_out, scratch / "held_out")
-    plan: Path | None = None
-    if bundle.plan is not None:
-        scratch.mkdir(parents=True, exist_ok=True)
-        plan = scratch / "plan.json"
-        plan.write_bytes(bundle.plan)
-    if case.repo is not None:
-        return case.model_copy(update={"repo": repository, "plan": plan, "held_out_dir": held_out})
-    return case.model_copy(
-        update={"fixtures_dir": repository.parent, "plan": plan, "held_out_dir": held_out}
-    )
 
 
 class RunFolder(BaseModel):

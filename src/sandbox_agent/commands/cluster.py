@@ -102,7 +102,8 @@ def _down(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     import json
 
-    from sandbox_agent.cluster.connect import connected, describe_nodes
+    from sandbox_agent.cluster.connect import connected
+    from sandbox_agent.cluster.nodes import describe_nodes
 
     with connected(args.ray) as target:
         nodes = describe_nodes(args.runtime)

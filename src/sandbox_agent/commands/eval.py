@@ -164,7 +164,7 @@ def _run_cases(
     """Every run, on this host or (``--ray``) on the cluster: (records, cluster report)."""
     if not args.ray:
         return _run_locally(cases, options, progress, _journal(args, options, results)), None
-    from sandbox_agent.cluster.command import run_on_cluster
+    from sandbox_agent.evals.running.cluster import run_on_cluster
 
     outcome = run_on_cluster(args, cases, options, _journal(args, options, results), progress)
     return outcome.records, outcome.report

@@ -302,7 +302,7 @@ def _serve(args: argparse.Namespace, listener: socket.socket) -> int:
                 "streaming tasks, which Ray Client (ray://) does not carry"
             )
         from sandbox_agent.cluster.connect import connected
-        from sandbox_agent.cluster.service import ClusterRunFunction
+        from sandbox_agent.service.cluster import ClusterRunFunction
 
         with connected(args.ray) as target:
             run_fn = ClusterRunFunction(settings.runtime)

@@ -1,7 +1,7 @@
 """``serve --ray``: the service's run function, running each queued run on the cluster.
 
 The service keeps its API, its database and its worker threads; each worker thread
-hands its run to a node (``remote.run_service_run``) and waits for it, writing every
+hands its run to a node (``run_service_run``, below) and waits for it, writing every
 trace event to the store as the node streams it (live progress as for a local run).
 The fixture and an inline plan cross as bytes; the run's folder comes back under the
 service's own trace folder. Cancelling a run asks the node through a cancel board (an
@@ -12,13 +12,31 @@ as locally. A run whose node is lost ends ``SANDBOX_ERROR`` naming the node.
 from __future__ import annotations
 
 import contextlib
+import functools
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from sandbox_agent.cluster.connect import NAMESPACE, NodeInfo, describe_nodes
-from sandbox_agent.cluster.evals import node_name
+from sandbox_agent.cluster.connect import NAMESPACE
 from sandbox_agent.cluster.node import slot_resource
-from sandbox_agent.cluster.remote import Event, Finished, Started
+from sandbox_agent.cluster.nodes import NodeInfo, describe_nodes, node_name
+from sandbox_agent.cluster.payload import (
+    FolderCopy,
+    copy_of,
+    pack_run_folder,
+    place,
+    unpack_run_folder,
+)
+from sandbox_agent.cluster.remote import (
+    Event,
+    Finished,
+    Message,
+    Started,
+    as_task,
+    in_thread,
+    started,
+)
 from sandbox_agent.controller.models import RunConfig, RunResult
 from sandbox_agent.errors import InfrastructureError, SetupError, UsageError
 from sandbox_agent.sandbox.base import CancelToken, Runtime
@@ -99,8 +117,6 @@ class ClusterRunFunction:
         """
         import ray
 
-        from sandbox_agent.cluster.payload import copy_of, unpack_run_folder
-        from sandbox_agent.cluster.remote import service_run_task
         from sandbox_agent.settings import default_fixtures_dir
 
         token = cancel or CancelToken()
@@ -177,3 +193,61 @@ def _next(generator: Any, node: str | None) -> Any:
         raise InfrastructureError(
             f"lost with its node {node or '(not started yet)'} ({type(error).__name__})"
         ) from None
+
+
+# What runs on the node.
+
+
+def run_service_run(
+    config: RunConfig, fixture: FolderCopy, plan: bytes | None, board: str
+) -> Iterator[Message]:
+    """One service run on this node, its trace events streamed back as they are written."""
+    from sandbox_agent.controller import run_task
+
+    yield started()
+    with tempfile.TemporaryDirectory(prefix="sandbox-agent-node-") as scratch:
+        root = Path(scratch)
+        folder = place(fixture, root / "fixtures" / str(config.fixture))
+        options = config.provider_options
+        if plan is not None:
+            (root / "plan.json").write_bytes(plan)
+            options = options.model_copy(update={"plan_path": str(root / "plan.json")})
+        here = config.model_copy(
+            update={
+                "fixtures_dir": folder.parent,
+                "trace_dir": root / "traces",
+                "provider_options": options,
+            }
+        )
+        result: RunResult | None = None
+        asked = functools.partial(_asked_to_cancel, board, str(config.run_id))
+
+        def work(token: CancelToken, sink: EventSink) -> RunResult:
+            return run_task(here, cancel=token, on_event=sink)
+
+        for item in in_thread(work, asked):
+            if isinstance(item, Event):
+                yield item
+            else:
+                result = item
+        assert result is not None  # noqa: S101 - in_thread yields the result last
+        yield Finished(
+            payload=result.model_dump_json(), run_folder=pack_run_folder(result.trace_path)
+        )
+
+
+def _asked_to_cancel(board: str, run_id: str) -> bool:
+    """Whether the service asked to cancel ``run_id`` (on its cancel board, an actor)."""
+    import ray
+
+    try:
+        actor = ray.get_actor(board, namespace=NAMESPACE)
+        return bool(ray.get(actor.cancelled.remote(run_id), timeout=10))
+    except Exception:  # the service is gone: nobody is left to receive the result
+        return True
+
+
+@functools.cache
+def service_run_task() -> Any:
+    """``run_service_run`` as a Ray task."""
+    return as_task(run_service_run)

@@ -3,10 +3,13 @@ why, what was lost, and whether the head was lost before the end."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from sandbox_agent.cluster.nodes import NodeInfo
+from sandbox_agent.evals.results.records import RunRecord
 
 LOST = "LOST"
 """The status of a run whose node was lost before it finished: never passed."""
@@ -49,6 +52,52 @@ class ClusterReport(BaseModel):
     """Why the evaluation ended early (the head was lost); the runs that finished are kept."""
     unfinished: int = 0
     """Runs that never finished because of ``error``."""
+
+
+def cluster_report(
+    *,
+    address: str,
+    nodes: Sequence[NodeInfo],
+    records: Sequence[RunRecord],
+    retry_lost: bool,
+    lost_runs: int,
+    retried_runs: int,
+    error: str | None = None,
+    unfinished: int = 0,
+) -> ClusterReport:
+    """The report of an evaluation on the cluster at ``address``: every node as described,
+    with the runs each finished and lost (a run lost and retried counts where it was lost)."""
+    runs: dict[str, int] = {}
+    lost: dict[str, int] = {}
+    for record in records:
+        if record.node:
+            runs[record.node] = runs.get(record.node, 0) + 1
+            if record.status == LOST:
+                lost[record.node] = lost.get(record.node, 0) + 1
+        for name in record.lost_on:
+            lost[name] = lost.get(name, 0) + 1
+    return ClusterReport(
+        address=address,
+        nodes=[
+            NodeReport(
+                node=node.name,
+                hostname=node.hostname,
+                slots=node.slots,
+                used=not node.problem,
+                problem=node.problem,
+                signer=node.signer,
+                public_key_pem=node.public_key_pem,
+                runs=runs.get(node.name, 0),
+                lost=lost.get(node.name, 0),
+            )
+            for node in nodes
+        ],
+        retry_lost=retry_lost,
+        lost_runs=lost_runs,
+        retried_runs=retried_runs,
+        error=error,
+        unfinished=unfinished,
+    )
 
 
 def markdown(report: ClusterReport, row: Callable[[list[Any]], str]) -> list[str]:

@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from sandbox_agent.cluster.report import ClusterReport
-from sandbox_agent.cluster.report import markdown as cluster_markdown
+from sandbox_agent.evals.results.cluster_report import ClusterReport
+from sandbox_agent.evals.results.cluster_report import markdown as cluster_markdown
 from sandbox_agent.evals.results.records import (
     RunRecord,
     Summary,

@@ -1,5 +1,10 @@
-"""The ``eval --ray`` branch of ``sandbox-agent eval``: records kept as they come, node
-keys written beside the report, a lost head turned into a partial report."""
+"""``eval --ray``: an evaluation's runs on a Ray cluster, as ``sandbox-agent eval`` runs it.
+
+``run_on_cluster`` keeps each record as it comes (in the journal), writes each node's
+public key beside the report (``verify --public-key`` for its runs), and turns a lost
+head into a partial report; ``run_all_ray`` joins the cluster, finds the nodes that can
+take runs and hands them to the ``Scheduler``.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +12,21 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from sandbox_agent.cluster.evals import ClusterEval, ClusterOptions, HeadLost, run_all_ray
-from sandbox_agent.cluster.report import ClusterReport
+from sandbox_agent.cluster.connect import connected
+from sandbox_agent.cluster.nodes import describe_nodes
+from sandbox_agent.errors import SetupError
+from sandbox_agent.evals.results.cluster_report import ClusterReport
 from sandbox_agent.evals.results.journal import NODE_KEYS_DIR, Journal
 from sandbox_agent.evals.results.records import RunRecord
 from sandbox_agent.evals.running.executor import EvalOptions
 from sandbox_agent.evals.running.progress import ProgressBar
+from sandbox_agent.evals.running.scheduler import (
+    ClusterEval,
+    ClusterOptions,
+    HeadLost,
+    RecordSink,
+    Scheduler,
+)
 from sandbox_agent.evals.tasks.cases import EvalCase
 
 
@@ -53,3 +67,47 @@ def write_node_keys(report: ClusterReport, folder: Path) -> None:
         if node.public_key_pem:
             name = node.node.replace("/", "-")
             (folder / f"{name}.pub").write_text(node.public_key_pem, encoding="utf-8")
+
+
+def run_all_ray(
+    cases: Sequence[EvalCase],
+    options: EvalOptions,
+    cluster: ClusterOptions,
+    *,
+    progress: ProgressBar | None = None,
+    on_record: RecordSink | None = None,
+) -> ClusterEval:
+    """Run every case ``options.repeats`` times on the cluster at ``cluster.address``.
+
+    Args:
+        on_record: called with each record as it comes back (the caller keeps it at
+            once, so a head lost later loses nothing that finished).
+
+    Raises:
+        SetupError: no cluster answers, or no node advertises slots for the runtime.
+        HeadLost: the head went away; what finished is in the exception.
+        UsageError: a case cannot run (raised on a node).
+    """
+    with connected(cluster.address) as target:
+        nodes = describe_nodes(options.runtime)
+        usable = [node for node in nodes if not node.problem]
+        if not usable:
+            found = "; ".join(f"{node.name}: {node.problem}" for node in nodes) or "no nodes"
+            raise SetupError(
+                f"no node of the cluster at {target.address} can run {options.runtime} "
+                f"sandboxes ({found}): start nodes with 'sandbox-agent cluster node'"
+            )
+        run = Scheduler(
+            cases=cases,
+            options=options,
+            cluster=cluster,
+            address=target.address,
+            nodes=nodes,
+            progress=progress,
+            on_record=on_record,
+        )
+        try:
+            return run.all()
+        finally:
+            if progress is not None:
+                progress.close()

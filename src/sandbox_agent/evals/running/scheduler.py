@@ -1,6 +1,7 @@
-"""``eval --ray``: every run of an evaluation is a Ray task on a node with a sandbox slot.
+"""``eval --ray``'s scheduler: every run of an evaluation is a Ray task on a node with a
+sandbox slot, and every fault of the cluster has an outcome.
 
-Each (case, repeat) is one streaming task (``remote.run_eval_case``) asking for one
+Each (case, repeat) is one streaming task (``on_node.run_eval_case``) asking for one
 ``sandbox-slot-<runtime>``: the agent, the held-out check and the score run on that
 node, with its own Docker daemon and runner image. Records, run folders and the node
 that ran each run come back; records are returned in (case, repeat) order as locally.
@@ -20,30 +21,22 @@ import re
 import tarfile
 import threading
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from sandbox_agent.cluster.connect import (
-    NAMESPACE,
-    NodeInfo,
-    connected,
-    describe_nodes,
-    gcs_reachable,
-    slots_of,
-)
+from sandbox_agent.cluster.connect import NAMESPACE, gcs_reachable
 from sandbox_agent.cluster.node import slot_resource
+from sandbox_agent.cluster.nodes import NodeInfo, node_name, reap_everywhere, slots_of
 from sandbox_agent.cluster.remote import Finished, Started
-from sandbox_agent.cluster.report import LOST, ClusterReport, NodeReport
 from sandbox_agent.errors import SetupError, UsageError
+from sandbox_agent.evals.results.cluster_report import ClusterReport, cluster_report
 from sandbox_agent.evals.results.records import RunRecord
-from sandbox_agent.evals.running.executor import EvalOptions, build_config, error_record
-from sandbox_agent.evals.running.heldout import not_run
+from sandbox_agent.evals.running.executor import EvalOptions
 from sandbox_agent.evals.running.progress import ProgressBar
+from sandbox_agent.evals.running.replies import answered_record, harness_error, lost
 from sandbox_agent.evals.tasks.cases import EvalCase
 
 POLL_S = 0.5
@@ -58,7 +51,7 @@ CANCEL_WAIT_S = 90.0
 """After Ctrl-C, how long to wait for every node to unwind its runs (each has 60 s)."""
 
 RecordSink = Callable[[RunRecord], None]
-_RAY_NODE = re.compile(r"Node IP: (?P<ip>[0-9a-fA-F.:]+), node ID: (?P<id>[0-9a-f]{16,})")
+RAY_NODE = re.compile(r"Node IP: (?P<ip>[0-9a-fA-F.:]+), node ID: (?P<id>[0-9a-f]{16,})")
 """How Ray's ``NodeDiedError`` names the node (Ray 2.60)."""
 
 
@@ -90,7 +83,7 @@ class ClusterEval(BaseModel):
 
 
 @dataclass
-class _Attempt:
+class Attempt:
     key: tuple[int, int]
     number: int
     started: Started | None = None
@@ -99,56 +92,7 @@ class _Attempt:
     lost_on: list[str] = field(default_factory=list)
 
 
-def node_name(ip: str, node_id: str) -> str:
-    """How records and reports name a node (``NodeInfo.name``)."""
-    return f"{ip}/{node_id[:12]}"
-
-
-def run_all_ray(
-    cases: Sequence[EvalCase],
-    options: EvalOptions,
-    cluster: ClusterOptions,
-    *,
-    progress: ProgressBar | None = None,
-    on_record: RecordSink | None = None,
-) -> ClusterEval:
-    """Run every case ``options.repeats`` times on the cluster at ``cluster.address``.
-
-    Args:
-        on_record: called with each record as it comes back (the caller keeps it at
-            once, so a head lost later loses nothing that finished).
-
-    Raises:
-        SetupError: no cluster answers, or no node advertises slots for the runtime.
-        HeadLost: the head went away; what finished is in the exception.
-        UsageError: a case cannot run (raised on a node).
-    """
-    with connected(cluster.address) as target:
-        nodes = describe_nodes(options.runtime)
-        usable = [node for node in nodes if not node.problem]
-        if not usable:
-            found = "; ".join(f"{node.name}: {node.problem}" for node in nodes) or "no nodes"
-            raise SetupError(
-                f"no node of the cluster at {target.address} can run {options.runtime} "
-                f"sandboxes ({found}): start nodes with 'sandbox-agent cluster node'"
-            )
-        run = _Scheduler(
-            cases=cases,
-            options=options,
-            cluster=cluster,
-            address=target.address,
-            nodes=nodes,
-            progress=progress,
-            on_record=on_record,
-        )
-        try:
-            return run.all()
-        finally:
-            if progress is not None:
-                progress.close()
-
-
-class _Scheduler:
+class Scheduler:
     """The driver's loop: submit every run, collect what comes back, handle faults."""
 
     def __init__(
@@ -170,7 +114,7 @@ class _Scheduler:
         self.progress = progress
         self.on_record = on_record
         self.records: dict[tuple[int, int], RunRecord] = {}
-        self.pending: dict[Any, _Attempt] = {}
+        self.pending: dict[Any, Attempt] = {}
         self.lost_attempts = 0
         self.retried = 0
         self.ledger_actor: Any = None
@@ -179,14 +123,14 @@ class _Scheduler:
     def all(self) -> ClusterEval:
         import ray
 
-        from sandbox_agent.cluster.payload import bundle_case
+        from sandbox_agent.evals.running.on_node import bundle_case
 
         node_options = self._node_options()
         bundles = [ray.put(bundle_case(case)) for case in self.cases]
         work = [(i, r) for i in range(len(self.cases)) for r in range(self.options.repeats)]
         submit = self._submitter(bundles, node_options)
         for key in work:
-            submit(_Attempt(key=key, number=1))
+            submit(Attempt(key=key, number=1))
         try:
             self._collect(submit)
         except HeadLost:
@@ -194,8 +138,8 @@ class _Scheduler:
         except BaseException:
             self._cancel_all()
             raise
-        if self.lost_attempts:
-            self._reap_survivors()
+        if self.lost_attempts:  # every surviving node reaps what dead runs left
+            reap_everywhere(CANCEL_WAIT_S)
         return ClusterEval(records=[self.records[key] for key in work], report=self._report())
 
     def _node_options(self) -> EvalOptions:
@@ -215,21 +159,21 @@ class _Scheduler:
 
     def _submitter(
         self, bundles: list[Any], node_options: EvalOptions
-    ) -> Callable[[_Attempt], None]:
-        from sandbox_agent.cluster.remote import eval_case_task, whole_eval_case_task
+    ) -> Callable[[Attempt], None]:
+        from sandbox_agent.evals.running.on_node import eval_case_task, whole_eval_case_task
 
         # Ray Client (ray://) cannot carry a streaming task: there each run is one task
         # whose messages all come back at its end.
         chosen = eval_case_task() if self.streaming else whole_eval_case_task()
         task = chosen.options(resources={slot_resource(self.options.runtime): 1})
 
-        def submit(attempt: _Attempt) -> None:
+        def submit(attempt: Attempt) -> None:
             index, repeat = attempt.key
             self.pending[task.remote(bundles[index], repeat, node_options)] = attempt
 
         return submit
 
-    def _collect(self, submit: Callable[[_Attempt], None]) -> None:
+    def _collect(self, submit: Callable[[Attempt], None]) -> None:
         import ray
 
         unreachable_since: float | None = None
@@ -287,18 +231,11 @@ class _Scheduler:
             ray.cancel(generator)
             del self.pending[generator]
             reason = f"no node with a {self.options.runtime} slot is left in the cluster"
-            record = self._harness_error(attempt, reason).model_copy(
-                update={
-                    "status": LOST,
-                    "reason": reason,
-                    "error": None,
-                    "held_out": not_run(reason),
-                }
-            )
+            record = lost(self._harness_error(attempt, reason), reason)
             self.lost_attempts += 1
             self._keep(attempt, record)
 
-    def _advance(self, generator: Any, submit: Callable[[_Attempt], None]) -> None:
+    def _advance(self, generator: Any, submit: Callable[[Attempt], None]) -> None:
         """Take the next message of one run, or its end."""
         import ray
 
@@ -355,7 +292,7 @@ class _Scheduler:
         messages: list[Any] = ray.get(submitted)
         return messages
 
-    def _node_of(self, attempt: _Attempt) -> str | None:
+    def _node_of(self, attempt: Attempt) -> str | None:
         started = attempt.started
         return node_name(started.ip, started.node_id) if started else attempt.node_hint
 
@@ -373,7 +310,7 @@ class _Scheduler:
     def _node_named_in(self, text: str) -> str | None:
         """The node Ray's error names (``Node IP: ..., node ID: ...``, else a known node's
         id or address): a run lost before its first message still says where it was."""
-        named = _RAY_NODE.search(text)
+        named = RAY_NODE.search(text)
         if named is not None:
             self._ensure_known(named["id"], named["ip"])
             return node_name(named["ip"], named["id"])
@@ -385,58 +322,31 @@ class _Scheduler:
                 return node.name
         return None
 
-    def _finished(self, attempt: _Attempt, message: Finished) -> RunRecord:
-        from sandbox_agent.cluster.payload import unpack_run_folder
-
-        record = RunRecord.model_validate_json(message.payload)
-        case = self.cases[attempt.key[0]]
-        if (record.task_id, record.task_version, record.repeat) != (
-            case.task.id,
-            case.task.version,
-            attempt.key[1],
-        ):
-            raise UsageError(
-                f"a record of {record.task_id} #{record.repeat} for a run of "
-                f"{case.task.id} #{attempt.key[1]}"
-            )
-        config = dict(record.config)
-        config["plan"] = str(case.plan) if case.plan else None
-        trace_path = record.trace_path
-        if message.run_folder is not None and self.options.trace_dir is not None:
-            folder = unpack_run_folder(message.run_folder, self.options.trace_dir)
-            trace_path = str(folder / Path(record.trace_path).name)
-        return record.model_copy(
-            update={
-                "config": config,
-                "trace_path": trace_path,
-                "node": self._node_of(attempt),
-                "lost_on": attempt.lost_on,
-            }
-        )
-
-    def _harness_error(self, attempt: _Attempt, error: str) -> RunRecord:
+    def _finished(self, attempt: Attempt, message: Finished) -> RunRecord:
         index, repeat = attempt.key
-        case = self.cases[index]
-        config = build_config(case, self.options, f"eval-{case.task.id}-{repeat}", repeat)
-        record = error_record(case, repeat, config, error)
+        record = answered_record(message, self.cases[index], repeat, self.options.trace_dir)
         return record.model_copy(
             update={"node": self._node_of(attempt), "lost_on": attempt.lost_on}
         )
 
-    def _lost(self, attempt: _Attempt, why: str, submit: Callable[[_Attempt], None]) -> None:
+    def _harness_error(self, attempt: Attempt, error: str) -> RunRecord:
+        index, repeat = attempt.key
+        record = harness_error(self.cases[index], repeat, self.options, error)
+        return record.model_copy(
+            update={"node": self._node_of(attempt), "lost_on": attempt.lost_on}
+        )
+
+    def _lost(self, attempt: Attempt, why: str, submit: Callable[[Attempt], None]) -> None:
         self.lost_attempts += 1
         node = self._node_of(attempt) or "an unknown node"
         if self.cluster.retry_lost and attempt.number == 1:
             self.retried += 1
-            submit(_Attempt(key=attempt.key, number=2, lost_on=[*attempt.lost_on, node]))
+            submit(Attempt(key=attempt.key, number=2, lost_on=[*attempt.lost_on, node]))
             return
         reason = f"lost with its node {node} ({why}) before it finished"
-        record = self._harness_error(attempt, reason).model_copy(
-            update={"status": LOST, "reason": reason, "error": None, "held_out": not_run(reason)}
-        )
-        self._keep(attempt, record)
+        self._keep(attempt, lost(self._harness_error(attempt, reason), reason))
 
-    def _keep(self, attempt: _Attempt, record: RunRecord) -> None:
+    def _keep(self, attempt: Attempt, record: RunRecord) -> None:
         self.records[attempt.key] = record
         if self.on_record is not None:
             self.on_record(record)
@@ -471,56 +381,14 @@ class _Scheduler:
         records = [self.records[key] for key in sorted(self.records)]
         raise HeadLost(message, records, report)
 
-    def _reap_survivors(self) -> None:
-        """Every surviving node removes what dead runs left on its Docker."""
-        import ray
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-        from sandbox_agent.cluster.remote import reap_task
-
-        listed: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]
-        refs = [
-            reap_task()
-            .options(scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False))
-            .remote()
-            for node in listed
-            if node.get("Alive")
-        ]
-        ray.wait(refs, num_returns=len(refs), timeout=CANCEL_WAIT_S)
-
     def _report(self, *, error: str | None = None, unfinished: int = 0) -> ClusterReport:
-        runs: dict[str, int] = {}
-        lost: dict[str, int] = {}
-        for record in self.records.values():
-            if record.node:
-                runs[record.node] = runs.get(record.node, 0) + 1
-                if record.status == LOST:
-                    lost[record.node] = lost.get(record.node, 0) + 1
-            for name in record.lost_on:
-                lost[name] = lost.get(name, 0) + 1
-        return ClusterReport(
+        return cluster_report(
             address=self.address,
-            nodes=[
-                NodeReport(
-                    node=node.name,
-                    hostname=node.hostname,
-                    slots=node.slots,
-                    used=not node.problem,
-                    problem=node.problem,
-                    signer=node.signer,
-                    public_key_pem=node.public_key_pem,
-                    runs=runs.get(node.name, 0),
-                    lost=lost.get(node.name, 0),
-                )
-                for node in self.nodes
-            ],
+            nodes=self.nodes,
+            records=list(self.records.values()),
             retry_lost=self.cluster.retry_lost,
             lost_runs=self.lost_attempts,
             retried_runs=self.retried,
             error=error,
             unfinished=unfinished,
         )
-
-
-def new_eval_id() -> str:
-    return uuid.uuid4().hex[:12]
