@@ -67,6 +67,22 @@ def environment_fields(environment: Environment | None) -> dict[str, Any] | None
     }
 
 
+def final_tests_of(final: TestRun, redact: Redactor) -> FinalTests:
+    """The result's ``final_tests`` (the contract's fields, exactly): the one place a
+    ``TestRun`` becomes it. ``failures`` is failed plus errored (``TestRun.failures``);
+    there is no ``errors`` field in the contract."""
+    return FinalTests(
+        passed=bool(final.passed),
+        tests_run=int(final.tests_run),
+        failures=int(final.failures),
+        status=str(final.status),
+        reused=final.reused,
+        baseline_tests=final.baseline_tests or 0,
+        missing_tests=list(final.missing_tests[:20]),
+        output_tail=output_tail(final, redact),
+    )
+
+
 def output_tail(final: TestRun, redact: Redactor) -> str | None:
     """The test output lines of ``final``'s summary (what a ``run_tests`` call shows the
     model: its first line is the verdict, the rest the output's last lines), redacted,
@@ -133,16 +149,7 @@ def make_result(
     files = workspace.files_changed()
     sha_after = workspace.source_sha256_now()
     stop = after_the_loop(stop, cancel)
-    final_evidence = (
-        None
-        if final is None
-        else FinalTestEvidence(
-            final.sandbox.status,
-            bool(final.attested),
-            bool(final.passed),
-            final.baseline_failure,
-        )
-    )
+    final_evidence = None if final is None else FinalTestEvidence.of(final)
     verdict = compute_status(
         Evidence(
             loop_end=stop.end,
@@ -160,18 +167,7 @@ def make_result(
         reason=redact.text(verdict.reason),
         diff=diff,
         files_changed=files,
-        final_tests=None
-        if final is None
-        else FinalTests(
-            passed=bool(final.passed),
-            tests_run=int(final.tests_run),
-            failures=int(final.failures),
-            status=str(final.status),
-            reused=final.reused,
-            baseline_tests=final.baseline_tests or 0,
-            missing_tests=list(final.missing_tests[:20]),
-            output_tail=output_tail(final, redact),
-        ),
+        final_tests=None if final is None else final_tests_of(final, redact),
         budget_used=state.used,
         fixture=FixtureIntegrity(
             intact=sha_after == workspace.sha256_before,

@@ -25,7 +25,7 @@ First match wins:
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from sandbox_agent.controller.models import RunStatus
 
@@ -40,15 +40,24 @@ LoopEnd = Literal[
 ]
 
 
+if TYPE_CHECKING:
+    from sandbox_agent.tools.testrun import TestRun
+
+
 class FinalTestEvidence(NamedTuple):
     """The controller's own final test run."""
 
     sandbox_status: str
-    """``completed``, ``timeout``, ``refused``, ... (DESIGN.md section 3)."""
+    """``completed``, ``timeout``, ``refused``, ... (docs/SANDBOX.md, the sandbox run)."""
     attested: bool
     passed: bool
     baseline_failure: str | None = None
     """Why a run that otherwise passed left out tests the original collected (SR-8 C8-1)."""
+
+    @classmethod
+    def of(cls, run: TestRun) -> FinalTestEvidence:
+        """What the status rules read of the final ``TestRun``."""
+        return cls(run.sandbox.status, bool(run.attested), bool(run.passed), run.baseline_failure)
 
 
 class Evidence(NamedTuple):
@@ -60,7 +69,7 @@ class Evidence(NamedTuple):
     final_tests: FinalTestEvidence | None
 
 
-class Verdict(NamedTuple):
+class StatusDecision(NamedTuple):
     status: RunStatus
     reason: str
 
@@ -75,24 +84,26 @@ _LOOP_STATUS: dict[LoopEnd, RunStatus] = {
 }
 
 
-def compute_status(evidence: Evidence) -> Verdict:
+def compute_status(evidence: Evidence) -> StatusDecision:
     """The run's terminal status and a one-line reason (the table in this module's docstring)."""
     if evidence.loop_end != "finished":
-        return Verdict(_LOOP_STATUS[evidence.loop_end], evidence.loop_reason)
+        return StatusDecision(_LOOP_STATUS[evidence.loop_end], evidence.loop_reason)
     if not evidence.original_intact:
-        return Verdict("FAILED", "the original repository changed during the run")
+        return StatusDecision("FAILED", "the original repository changed during the run")
     if evidence.protected_in_diff:
         paths = ", ".join(evidence.protected_in_diff[:5])
-        return Verdict("POLICY_ABORTED", f"the final diff touches protected paths: {paths}")
+        return StatusDecision("POLICY_ABORTED", f"the final diff touches protected paths: {paths}")
     tests = evidence.final_tests
     if tests is None:
-        return Verdict("FAILED", "no final test run")
+        return StatusDecision("FAILED", "no final test run")
     if tests.sandbox_status == "refused":
-        return Verdict("SANDBOX_ERROR", "the final test run could not be verified")
+        return StatusDecision("SANDBOX_ERROR", "the final test run could not be verified")
     if tests.sandbox_status != "completed" or not tests.attested:
-        return Verdict("FAILED", f"the final test run ended {tests.sandbox_status}")
+        return StatusDecision("FAILED", f"the final test run ended {tests.sandbox_status}")
     if not tests.passed and tests.baseline_failure is not None:
-        return Verdict("FAILED", f"the final run left out tests: {tests.baseline_failure}")
+        return StatusDecision("FAILED", f"the final run left out tests: {tests.baseline_failure}")
     if not tests.passed:
-        return Verdict("FAILED", "the final tests fail")
-    return Verdict("SUCCEEDED", "the final tests pass in a verified sandbox; original intact")
+        return StatusDecision("FAILED", "the final tests fail")
+    return StatusDecision(
+        "SUCCEEDED", "the final tests pass in a verified sandbox; original intact"
+    )

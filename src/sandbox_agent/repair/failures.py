@@ -11,7 +11,7 @@ import re
 from typing import NamedTuple
 
 WORKSPACE_PREFIX = "/workspace/"
-"""Where the sandbox mounts the repository (``sandbox.spec.WORKSPACE_TARGET``)."""
+"""Where the sandbox mounts the repository (``sandbox.docker.spec.WORKSPACE_TARGET``)."""
 MAX_FRAMES = 200
 _PYTHON_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
 _PYTEST_FRAME = re.compile(r"^(?P<path>[^\s:]+\.py):(?P<line>\d+):(?: in (?P<func>\S+)| \w+)?\s*$")
