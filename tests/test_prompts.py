@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 from sandbox_agent import prompts
+from sandbox_agent.controller.parse import parse_turn
 from sandbox_agent.settings import PROJECT_ROOT
+from sandbox_agent.tools.contracts import TOOL_NAMES
 
 
 def _texts() -> dict[str, str]:
-    return {
-        name: value
-        for name, value in vars(prompts).items()
-        if name.isupper() and isinstance(value, str)
-    }
+    """Every text of the module: its upper-case strings, and the strings of its
+    upper-case mappings (``TOOLS_PURPOSES``, ``TOOLS_EXAMPLES``) by ``NAME[key]``."""
+    found: dict[str, str] = {}
+    for name, value in vars(prompts).items():
+        if not name.isupper():
+            continue
+        if isinstance(value, str):
+            found[name] = value
+        elif isinstance(value, Mapping):
+            found |= {f"{name}[{key}]": text for key, text in value.items()}
+    return found
 
 
 def _names_that_must_not_appear() -> set[str]:
@@ -30,6 +39,22 @@ def _names_that_must_not_appear() -> set[str]:
 def test_every_prompt_is_in_the_prompts_module_and_names_no_task() -> None:
     texts = _texts()
     assert {"REPAIR_SYSTEM", "REPAIR_TASK", "ANSWER_SYSTEM"} <= set(texts)
+    tools_strategy = {
+        "TOOLS_SYSTEM",
+        "TOOLS_TASK",
+        "TOOLS_READ_ONLY",
+        "TOOLS_READ",
+        "TOOLS_TESTS_FAILED",
+        "TOOLS_REFUSED",
+        "TOOLS_REPEATED",
+        "TOOLS_FINISH_HELD",
+        "TOOLS_NOT_JSON",
+        "TOOLS_CUT_OFF",
+        "TOOLS_ELIDED",
+    }
+    assert tools_strategy <= set(texts)
+    assert {f"TOOLS_PURPOSES[{name}]" for name in TOOL_NAMES} <= set(texts)
+    assert {f"TOOLS_EXAMPLES[{name}]" for name in TOOL_NAMES} <= set(texts)
     forbidden = _names_that_must_not_appear()
     for name, text in texts.items():
         lowered = text.lower()
@@ -42,3 +67,23 @@ def test_templates_fill_with_their_fields_only() -> None:
     )
     assert "{" not in filled.replace("{}", "")
     assert prompts.what_to_write(["a", "b", "a"]) == "functions `a` and `b`"
+
+
+def test_each_tool_example_is_a_valid_call_of_its_tool() -> None:
+    for name in TOOL_NAMES:
+        call = parse_turn(prompts.TOOLS_EXAMPLES[name], frozenset(TOOL_NAMES))
+        assert call.tool == name
+
+
+def test_the_tools_templates_fill_with_their_fields_only() -> None:
+    filled = [
+        prompts.TOOLS_TASK.format(task="t", files="a.py", cut="", read_only=""),
+        prompts.TOOLS_NOT_JSON.format(example="{}"),
+        prompts.TOOLS_REPEATED.format(turn=1, gist="g"),
+        prompts.TOOLS_FINISH_HELD.format(counts="1 ran, 1 failed", output=""),
+        prompts.TOOLS_READ.format(path="a.py", start=1, end=2, total=2, more="", lines="x"),
+    ]
+    assert filled[1].startswith("Your reply is not one JSON object. Reply with exactly one")
+    assert '{"tool": NAME, "args": {...}}' in filled[1]
+    for text in filled:
+        assert "{" not in text.replace("{}", "").replace('{"tool"', "").replace("{...}", "")

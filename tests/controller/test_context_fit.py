@@ -44,9 +44,9 @@ def test_old_observations_are_elided_with_a_marker_and_the_last_turns_kept() -> 
     assert fitter.estimate(fitted) <= fitter.budget_tokens
     kept = fitted.history[-KEEP_LAST_TURNS:]
     assert [e.observation for e in kept] == [e.observation for e in request.history[-2:]]
-    elided = [e for e in fitted.history if e.observation.startswith('{"elided"')]
+    elided = [e for e in fitted.history if e.observation.startswith("[An older observation")]
     assert elided == fitted.history[: fitter.elided]
-    marker = json.loads(elided[0].observation)["elided"]
+    marker = elided[0].observation  # plain text, as every observation is
     assert "3000 characters" in marker
     assert "context window" in marker
     # The replies (the model's own calls) are never changed.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sandbox_agent import prompts
 from sandbox_agent.controller import records
 from sandbox_agent.controller.loop import LoopState, agent_loop
 from sandbox_agent.controller.models import Budgets, RunConfig
@@ -63,4 +64,50 @@ def test_the_model_is_shown_the_workspace_files(tmp_path: Path) -> None:
         finally:
             trace.close()
     (request,) = provider.requests
-    assert request.task == "Fix the bug.\n\nFiles in the repository:\nREADME.md\npkg/core.py"
+    listing = "Fix the bug.\n\nFiles in the repository:\nREADME.md\npkg/core.py"
+    assert request.task == listing + prompts.TOOLS_READ_ONLY
+
+
+def test_read_only_files_are_marked_and_the_rule_said_once() -> None:
+    """Issue 29: a model must not learn the protected paths by denials, each of which
+    counts against the run."""
+    protected = Policy(runner="unittest").protected_reason
+    text = records.task_message(
+        "Fix it.",
+        ["pkg/core.py", "tests/test_core.py", "requirements.txt", "conftest.py"],
+        False,
+        read_only=lambda path: protected(path) is not None,
+    )
+    assert text.splitlines()[3:7] == [
+        "pkg/core.py",
+        "tests/test_core.py (read-only)",
+        "requirements.txt (read-only)",
+        "conftest.py (read-only)",
+    ]
+    assert text.endswith(prompts.TOOLS_READ_ONLY)
+    assert text.count(prompts.TOOLS_READ_ONLY) == 1
+
+
+def test_a_task_that_allows_no_edit_is_not_told_about_edits(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "tests" / "test_a.py").write_text("")
+    provider = Recording()
+    config = RunConfig(
+        task="Summarise.", repo=repo, allowed_tools=("read_file", "finish"), budgets=Budgets()
+    )
+    with Workspace.create(repo) as workspace:
+        toolbox = ToolBox(workspace, Policy(runner="unittest"), FakeBackend())
+        trace = TraceWriter(tmp_path / "run", "run", Redactor(), None)
+        try:
+            agent_loop(
+                config,
+                provider=provider,  # type: ignore[arg-type]
+                toolbox=toolbox,
+                trace=trace,
+                state=LoopState(),
+                cancel=CancelToken(),
+            )
+        finally:
+            trace.close()
+    assert provider.requests[0].task.endswith("Files in the repository:\ntests/test_a.py")

@@ -12,7 +12,13 @@ from real_provider_support import FAKE_OPENAI_KEY, opened
 
 from sandbox_agent.errors import BudgetExhausted, InfrastructureError
 from sandbox_agent.ledger import Ledger
-from sandbox_agent.providers.base import Exchange, ModelRequest, Provider, ProviderOptions
+from sandbox_agent.providers.base import (
+    CUT_OFF_NOTE,
+    Exchange,
+    ModelRequest,
+    Provider,
+    ProviderOptions,
+)
 from sandbox_agent.providers.openai_compat import create
 from sandbox_agent.providers.tooldefs import tool_definitions
 
@@ -233,3 +239,46 @@ def test_the_request_timeout_is_a_flag_for_slow_servers(
     with FakeModelServer([slow]) as other:
         patient = provider(other, online, request_timeout_seconds=10)
         assert json.loads(patient.complete(request()).text)["tool"] == "read_file"
+
+
+def test_json_schema_requests_carry_signatures_and_a_grammar_without_bounds(
+    server: FakeModelServer, online: Path
+) -> None:
+    """What a llama-server receives under ``json_schema`` (the local default): the tools
+    as one-line signatures with examples in the system prompt, and a response schema a
+    newer llama.cpp compiles (no ``maxLength: 262144``, no titles)."""
+    answer = openai_completion(
+        {"content": '{"tool": "list_files", "args": {}}'}, finish_reason="stop"
+    )
+    server.answers.append(Answer(200, answer))
+
+    reply = provider(server, online, tool_protocol="json_schema").complete(request())
+
+    assert json.loads(reply.text) == {"tool": "list_files", "args": {}}
+    (sent,) = server.received
+    body = sent.body
+    assert "tools" not in body
+    system = body["messages"][0]["content"]
+    assert system.startswith("You fix bugs.\n\nTools (")
+    assert "- read_file(path, start_line?, end_line?): " in system
+    assert '  Example: {"tool": "run_tests", "args": {}}' in system
+    assert "maxLength" not in json.dumps(body)
+    assert '"title"' not in json.dumps(body)
+    schema = body["response_format"]["json_schema"]["schema"]
+    assert [b["properties"]["tool"]["const"] for b in schema["oneOf"]] == [
+        t["name"] for t in tool_definitions()
+    ]
+
+
+def test_a_reply_cut_at_the_limit_is_marked_truncated(
+    server: FakeModelServer, online: Path
+) -> None:
+    cut = openai_completion(
+        {"content": '{"tool": "apply_patch", "args": {"ed'}, finish_reason="length"
+    )
+    server.answers.append(Answer(200, cut))
+
+    reply = provider(server, online, tool_protocol="json_schema").complete(request())
+
+    assert reply.truncated
+    assert CUT_OFF_NOTE in reply.notes

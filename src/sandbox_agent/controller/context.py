@@ -13,11 +13,12 @@ alone do not fit is the tail of their observations cut, with a marker too.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 
+from sandbox_agent import prompts
 from sandbox_agent.providers.base import Exchange, ModelRequest
+from sandbox_agent.providers.chat_protocol import tools_in_prompt
 
 KEEP_LAST_TURNS = 2
 """The most recent exchanges, always kept whole when they fit."""
@@ -33,25 +34,21 @@ MIN_KEPT_CHARS = 200
 
 
 def elided_marker(chars: int) -> str:
-    """What the model sees instead of an older observation."""
-    return json.dumps(
-        {
-            "elided": f"an older observation ({chars} characters) was removed to fit the "
-            "model's context window; call the tool again if you need it"
-        }
-    )
+    """What the model sees instead of an older observation (plain text, as observations
+    are); a repeat of the call it answered runs again (``controller.turns``)."""
+    return prompts.TOOLS_ELIDED.format(chars=chars)
 
 
 def cut_marker(chars: int) -> str:
-    return (
-        f"\n[cut: the last {chars} characters of this observation did not fit the model's "
-        "context window; ask for less, e.g. a range of lines]"
-    )
+    return prompts.TOOLS_CUT_TAIL.format(chars=chars)
 
 
 def request_chars(request: ModelRequest) -> int:
-    """Characters of everything a request sends as prompt text."""
-    fixed = len(request.system) + len(request.task) + len(json.dumps(request.tools))
+    """Characters of everything a request sends as prompt text: the tools as the prompt
+    describes them (``tools_in_prompt``; a native protocol's schemas are longer, and the
+    rate measured from the server's counts takes them in, erring high)."""
+    tools = len(tools_in_prompt(request.tools)) if request.tools else 0
+    fixed = len(request.system) + len(request.task) + tools
     return fixed + sum(len(e.reply) + len(e.observation) for e in request.history)
 
 
@@ -132,4 +129,4 @@ class ContextFitter:
 
 
 def _is_marker(observation: str) -> bool:
-    return observation.startswith('{"elided": ')
+    return observation.startswith(prompts.TOOLS_ELIDED.partition("{")[0])

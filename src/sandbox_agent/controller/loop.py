@@ -1,7 +1,8 @@
 """The controller loop: budgets checked in one place before each model call, the trace
 saved in a ``finally``, the terminal status computed from evidence (``status.py``).
 
-Reading order: ``run_task`` sets a run up and closes it; ``_agent_loop`` is the loop.
+Reading order: ``run_task`` sets a run up and closes it; ``agent_loop`` is the ``tools``
+strategy's loop; what both strategies share is in ``loop_common`` (re-exported here).
 """
 
 from __future__ import annotations
@@ -9,53 +10,55 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sandbox_agent import prompts
 from sandbox_agent.controller import records
-from sandbox_agent.controller.context import ContextFitter
-from sandbox_agent.controller.models import (
-    BudgetUsed,
-    CandidateRecord,
-    RunConfig,
-    RunResult,
-    ToolCallRecord,
+from sandbox_agent.controller.loop_common import (
+    MAX_REPLY_CHARS_IN_TRACE,
+    LoopState,
+    LoopStop,
+    _cancelled_after_reply,
+    _context_fitter,
+    _count_refusal,
+    _fit,
+    _provider_failed,
+    check_budgets,
 )
+from sandbox_agent.controller.models import RunConfig, RunResult, ToolCallRecord
 from sandbox_agent.controller.parse import claimed_tool, denial_kind, parse_turn
-from sandbox_agent.controller.status import LoopEnd
-from sandbox_agent.errors import BudgetExhausted, InfrastructureError, ModelServerGone, ToolDenied
-from sandbox_agent.providers.base import Exchange, KnowsItsContext, ModelRequest, Provider
-from sandbox_agent.providers.errors import ProviderError, describe
+from sandbox_agent.controller.turns import GREEDY_PROVIDERS, Answered, TurnMemory
+from sandbox_agent.errors import BudgetExhausted, InfrastructureError, ToolDenied
+from sandbox_agent.providers.base import (
+    CUT_OFF_NOTE,
+    Exchange,
+    ModelReply,
+    ModelRequest,
+    Provider,
+)
 from sandbox_agent.sandbox.base import CancelToken, SandboxBackend
+from sandbox_agent.tools.contracts import RunTestsArgs, ToolCall, ToolOutcome
 from sandbox_agent.trace import TraceWriter, summarise_exception
 
 if TYPE_CHECKING:
+    from sandbox_agent.tools.testrun import TestRun
     from sandbox_agent.tools.toolbox import ToolBox
 
+__all__ = [
+    "MAX_REPLY_CHARS_IN_TRACE",
+    "LoopState",
+    "LoopStop",
+    "_cancelled_after_reply",
+    "_context_fitter",
+    "_fit",
+    "_provider_failed",
+    "agent_loop",
+    "check_budgets",
+    "new_run_id",
+    "run_task",
+]
 EventSink = Callable[[dict[str, Any]], None]
-MAX_REPLY_CHARS_IN_TRACE = 4000
-
-
-@dataclass
-class LoopState:
-    """Counters and records of one run, updated only by the loop."""
-
-    used: BudgetUsed = field(default_factory=BudgetUsed)
-    tool_calls: list[ToolCallRecord] = field(default_factory=list)
-    history: list[Exchange] = field(default_factory=list)
-    model_summary: str | None = None
-    model: str = ""
-    candidates: list[CandidateRecord] = field(default_factory=list)
-    """``repair``: every candidate tried (``controller.repair_loop``)."""
-    provider_error: ProviderError | None = None
-    """What failed when the run ends on a provider failure (``_provider_failed``)."""
-
-
-@dataclass
-class LoopStop:
-    end: LoopEnd
-    reason: str
 
 
 def new_run_id() -> str:
@@ -101,24 +104,6 @@ def run_task(
         return session.run(token, started, on_event, on_final_workspace)
 
 
-def check_budgets(config: RunConfig, state: LoopState, cancel: CancelToken) -> LoopStop | None:
-    """The one place budgets are checked, before each model call."""
-    budgets, used = config.budgets, state.used
-    if cancel.cancelled:
-        return LoopStop("cancelled", "cancelled from outside")
-    if cancel.deadline_passed():
-        return LoopStop("timeout", f"wall clock ran out ({budgets.max_wall_seconds:g} s)")
-    if used.policy_denials > budgets.max_denials:
-        return LoopStop("policy_aborted", f"too many policy denials ({used.policy_denials})")
-    if used.invalid_outputs > budgets.max_invalid_outputs:
-        return LoopStop("budget_exhausted", f"too many invalid outputs ({used.invalid_outputs})")
-    if used.iterations >= budgets.max_iterations:
-        return LoopStop("budget_exhausted", f"iteration budget used ({budgets.max_iterations})")
-    if used.tool_calls >= budgets.max_tool_calls:
-        return LoopStop("budget_exhausted", f"tool-call budget used ({budgets.max_tool_calls})")
-    return None
-
-
 def agent_loop(
     config: RunConfig,
     *,
@@ -128,40 +113,107 @@ def agent_loop(
     state: LoopState,
     cancel: CancelToken,
 ) -> LoopStop:
-    """Ask, parse, execute, observe; until finish, a budget, cancellation or a failure."""
-    from sandbox_agent.providers.tooldefs import tool_definitions
+    """Ask, parse, execute, observe; until finish, a budget, cancellation or a failure.
 
-    allowed = frozenset(config.allowed_tools)
-    tools = tool_definitions(config.allowed_tools)
-    fitter = _context_fitter(provider)
-    task = records.task_message(config.task, *toolbox.repository_files(records.MAX_FILES_WITH_TASK))
-    while True:
-        if (stop := check_budgets(config, state, cancel)) is not None:
-            return stop
-        request = ModelRequest(
-            system=records.SYSTEM_PROMPT,
-            task=task,
-            tools=tools,
-            history=state.history,
-            deadline=cancel.deadline,
+    The model reads plain text (``records``): the task with the files and which of them
+    are read-only, then one answer per call. A call repeated on an unchanged tree is
+    answered from memory, and a greedy model stuck repeating is sampled (``turns``). The
+    first ``finish`` while the visible tests fail is answered with the failures; the
+    second ends the loop (``_ToolsLoop.finish``).
+    """
+    return _ToolsLoop(
+        config, provider=provider, toolbox=toolbox, trace=trace, state=state, cancel=cancel
+    ).run()
+
+
+class _ToolsLoop:
+    def __init__(
+        self,
+        config: RunConfig,
+        *,
+        provider: Provider,
+        toolbox: ToolBox,
+        trace: TraceWriter,
+        state: LoopState,
+        cancel: CancelToken,
+    ) -> None:
+        self.config = config
+        self.provider = provider
+        self.toolbox = toolbox
+        self.trace = trace
+        self.state = state
+        self.cancel = cancel
+        self.allowed = frozenset(config.allowed_tools)
+        self.fitter = _context_fitter(provider)
+        self.memory = TurnMemory(
+            greedy=config.provider in GREEDY_PROVIDERS, seed=config.repair.seed
         )
-        if fitter is not None:
-            request = _fit(fitter, request, trace)
+        self.read_only: records.ReadOnly | None = None
+        if "apply_patch" in self.allowed:  # the protected paths, said up front
+            self.read_only = lambda path: toolbox.policy.protected_reason(path) is not None
+
+    def run(self) -> LoopStop:
+        from sandbox_agent.providers.tooldefs import tool_definitions
+
+        config, state, memory = self.config, self.state, self.memory
+        tools = tool_definitions(config.allowed_tools)
+        files, cut = self.toolbox.repository_files(records.MAX_FILES_WITH_TASK)
+        task = records.task_message(config.task, files, cut, read_only=self.read_only)
+        while True:
+            if (stop := check_budgets(config, state, self.cancel)) is not None:
+                return stop
+            request = ModelRequest(
+                system=prompts.TOOLS_SYSTEM,
+                task=task,
+                tools=tools,
+                history=state.history,
+                deadline=self.cancel.deadline,
+                sampling=memory.sampling(state.used.iterations + 1),
+            )
+            reply = self.ask(request)
+            if isinstance(reply, LoopStop):
+                return reply
+            cut_off = reply.truncated or CUT_OFF_NOTE in reply.notes
+            try:
+                call = parse_turn(reply.text, self.allowed, cut_off=cut_off)
+            except ToolDenied as refusal:
+                _count_refusal(state, self.trace, refusal, claimed_tool(reply.text))
+                memory.invalid(reply.text)
+                self.answer(reply, records.refusal_observation(refusal.code, refusal.message))
+                continue
+            state.used.tool_calls += 1
+            if call.tool == "finish":
+                if (stop := self.finish(call, reply)) is not None:
+                    return stop
+                continue
+            earlier = memory.recall(call, self.fitter.elided if self.fitter is not None else 0)
+            if earlier is not None:
+                self.repeat(call, earlier, reply)
+            elif (stop := self.execute(call, reply)) is not None:
+                return stop
+
+    def ask(self, request: ModelRequest) -> ModelReply | LoopStop:
+        """One model turn: fitted, counted, recorded as a ``model_turn``; never acted on
+        after a cancel."""
+        state, trace = self.state, self.trace
+        if self.fitter is not None:
+            request = _fit(self.fitter, request, trace)
         began = time.monotonic()
         try:
-            reply = provider.complete(request)
+            reply = self.provider.complete(request)
         except BudgetExhausted as error:
             return LoopStop("budget_exhausted", str(error))
         except InfrastructureError as error:
-            return _provider_failed(error, config, state, trace, cancel)
-        if fitter is not None:
-            fitter.observe(request, reply.usage.input_tokens)
+            return _provider_failed(error, self.config, state, trace, self.cancel)
+        if self.fitter is not None:
+            self.fitter.observe(request, reply.usage.input_tokens)
         used = state.used
         used.iterations += 1
         used.input_tokens += reply.usage.input_tokens
         used.output_tokens += reply.usage.output_tokens
         used.cost_usd += reply.usage.cost_usd
         state.model = reply.model or state.model
+        sampling = request.sampling
         trace.emit(
             "model_turn",
             iteration=used.iterations,
@@ -173,35 +225,50 @@ def agent_loop(
             usage=reply.usage.model_dump(),
             notes=list(reply.notes),
             budgets=used.model_dump(),
+            truncated=reply.truncated or CUT_OFF_NOTE in reply.notes,
+            **({"sampling": sampling.model_dump()} if sampling is not None else {}),
             **({"timings": reply.timings} if reply.timings else {}),
         )
-        if (stop := _cancelled_after_reply(cancel)) is not None:
+        if (stop := _cancelled_after_reply(self.cancel)) is not None:
             return stop
-        try:
-            call = parse_turn(reply.text, allowed)
-        except ToolDenied as refusal:
-            _count_refusal(state, trace, refusal, claimed_tool(reply.text))
-            observation = records.refusal_observation(refusal.code, refusal.message)
-            state.history = [*state.history, Exchange(reply=reply.text, observation=observation)]
-            continue
-        used.tool_calls += 1
-        if call.tool == "finish":
-            state.model_summary = getattr(call.args, "summary", "")
-            trace.emit("tool_call", tool="finish", arguments=call.args.model_dump(), ok=True)
-            state.tool_calls.append(
-                ToolCallRecord(tool="finish", ok=True, denial=None, duration_ms=0.0, result={})
-            )
-            return LoopStop("finished", "the model finished")
+        return reply
+
+    def answer(self, reply: ModelReply, observation: str) -> None:
+        self.state.history = [
+            *self.state.history,
+            Exchange(reply=reply.text, observation=observation),
+        ]
+
+    def execute(self, call: ToolCall, reply: ModelReply) -> LoopStop | None:
+        """Run one call through the tool box, record it and answer the model."""
+        toolbox, memory = self.toolbox, self.memory
+        runs = len(toolbox.test_runs)
         try:
             outcome = toolbox.execute(call)
         except InfrastructureError as error:
-            trace.emit("tool_error", tool=call.tool, error=summarise_exception(error))
+            self.trace.emit("tool_error", tool=call.tool, error=summarise_exception(error))
             return LoopStop("sandbox_error", f"{call.tool} failed on our side: {error}"[:300])
+        run = toolbox.test_runs[-1] if len(toolbox.test_runs) > runs else None
+        record = self.record(outcome, call)
+        if call.tool == "apply_patch" and outcome.ok:
+            memory.edited()
+        if run is not None:
+            memory.tests = run
+        observation = records.observation(outcome, run=run, read_only=self.read_only)
+        position = len(self.state.history)
+        turn = self.state.used.iterations
+        memory.remember(call, Answered(turn, position, records.gist(observation), record))
+        self.answer(reply, observation)
+        return None
+
+    def record(self, outcome: ToolOutcome, call: ToolCall, **extra: Any) -> ToolCallRecord:
+        """Count a call's denial, keep its record and trace it."""
+        used = self.state.used
         if outcome.denial is not None and denial_kind(outcome.denial) == "policy":
             used.policy_denials += 1
-        record = records.tool_call_record(outcome, redact=trace.redact_text)
-        state.tool_calls.append(record)
-        trace.emit(
+        record = records.tool_call_record(outcome, redact=self.trace.redact_text)
+        self.state.tool_calls.append(record)
+        self.trace.emit(
             "tool_call",
             tool=call.tool,
             arguments=records.arguments_for_trace(call.args),
@@ -210,99 +277,100 @@ def agent_loop(
             outcome=record.result,
             duration_ms=record.duration_ms,
             budgets=used.model_dump(),
+            **extra,
         )
-        observation = records.observation(outcome)
-        state.history = [*state.history, Exchange(reply=reply.text, observation=observation)]
+        return record
 
-
-def _cancelled_after_reply(cancel: CancelToken) -> LoopStop | None:
-    """A cancel that came while the model was answering: its reply is recorded, never
-    acted on (no tool runs after a cancel)."""
-    if not cancel.cancelled:
-        return None
-    return LoopStop("cancelled", "cancelled from outside; the model's last reply was not acted on")
-
-
-def _provider_failed(
-    error: InfrastructureError,
-    config: RunConfig,
-    state: LoopState,
-    trace: TraceWriter,
-    cancel: CancelToken,
-) -> LoopStop:
-    """Record a provider's failure; the loop's end it makes.
-
-    A request cut by cancellation or by the run's wall clock is not a provider failure:
-    it is recorded as ``request_stopped`` and the run ends ``CANCELLED`` or ``TIMEOUT``.
-    """
-    record = describe(error)
-    if (stop := check_budgets(config, state, cancel)) is not None and stop.end in (
-        "cancelled",
-        "timeout",
-    ):
-        trace.emit("request_stopped", why=stop.end, message=record.line())
-        return stop
-    diagnostics = error.diagnostics if isinstance(error, ModelServerGone) else None
-    state.provider_error = record
-    trace.emit(
-        "provider_error",
-        error=summarise_exception(error),
-        provider_error=record.model_dump(),
-        **({"diagnostics": diagnostics} if diagnostics else {}),
-    )
-    return LoopStop("provider_error", f"the provider failed: {record.line()}")
-
-
-def _context_fitter(provider: Provider) -> ContextFitter | None:
-    """A fitter for a provider that knows its context window; None for the others."""
-    if not isinstance(provider, KnowsItsContext):
-        return None
-    budget = provider.prompt_token_budget()
-    return None if budget is None else ContextFitter(budget_tokens=budget)
-
-
-def _fit(fitter: ContextFitter, request: ModelRequest, trace: TraceWriter) -> ModelRequest:
-    """``request`` fitted to the context; a trace event whenever more was elided or cut."""
-    before = (fitter.elided, len(fitter.events))
-    fitted = fitter.fit(request)
-    if (fitter.elided, len(fitter.events)) != before:
-        trace.emit(
-            "context_fitted",
-            elided_observations=fitter.elided,
-            estimated_prompt_tokens=fitter.estimate(fitted),
-            budget_tokens=fitter.budget_tokens,
+    def repeat(self, call: ToolCall, earlier: Answered, reply: ModelReply) -> None:
+        """A call made already on this tree: answered from memory, not run again, and
+        counted as the call it is (a policy denial again)."""
+        used = self.state.used
+        before = earlier.record
+        if before.denial is not None and denial_kind(before.denial) == "policy":
+            used.policy_denials += 1
+        summary = f"repeat of turn {earlier.turn}: {before.result.get('summary', '')}"
+        record = before.model_copy(
+            update={
+                "duration_ms": 0.0,
+                "result": {**before.result, "summary": summary[: records.MAX_SUMMARY_CHARS]},
+            }
         )
-    return fitted
-
-
-def _count_refusal(state: LoopState, trace: TraceWriter, refusal: ToolDenied, tool: str) -> None:
-    """An invalid output, or a call to a tool that is unknown or not allowed (a denial)."""
-    used = state.used
-    if denial_kind(refusal.code) == "invalid_output":
-        used.invalid_outputs += 1
-        trace.emit(
-            "invalid_output",
-            denial=refusal.code,
-            message=refusal.message,
-            budgets=used.model_dump(),
-        )
-        return
-    used.tool_calls += 1
-    used.policy_denials += 1
-    state.tool_calls.append(
-        ToolCallRecord(
-            tool=trace.redact_text(tool),
-            ok=False,
-            denial=refusal.code,
+        self.state.tool_calls.append(record)
+        self.trace.emit(
+            "tool_call",
+            tool=call.tool,
+            arguments=records.arguments_for_trace(call.args),
+            ok=record.ok,
+            denial=record.denial,
+            outcome=record.result,
             duration_ms=0.0,
-            result={"summary": trace.redact_text(f"{refusal.code}: {refusal.message}")},
+            budgets=used.model_dump(),
+            repeat_of=earlier.turn,
         )
-    )
-    trace.emit(
-        "tool_call",
-        tool=tool,
-        ok=False,
-        denial=refusal.code,
-        message=refusal.message,
-        budgets=used.model_dump(),
-    )
+        self.memory.repeated()
+        self.answer(reply, prompts.TOOLS_REPEATED.format(turn=earlier.turn, gist=earlier.gist))
+
+    def finish(self, call: ToolCall, reply: ModelReply) -> LoopStop | None:
+        """End the loop; or, the first time while the visible tests fail, answer with the
+        failures and go on (None). "Fail": the last run on this tree failed; when the
+        tree changed since the last run, the controller runs the tests itself first (a
+        passing run is then the final verdict, reused). No turn left: it ends."""
+        state, trace = self.state, self.trace
+        state.model_summary = getattr(call.args, "summary", "")
+        arguments = call.args.model_dump()
+        failed = None if self.memory.finish_held else self.failing_run()
+        if isinstance(failed, LoopStop):
+            return failed
+        stop = check_budgets(self.config, state, self.cancel) if failed is not None else None
+        if stop is not None and stop.end in ("cancelled", "timeout"):
+            return stop
+        if failed is None or stop is not None:
+            trace.emit("tool_call", tool="finish", arguments=arguments, ok=True)
+            state.tool_calls.append(
+                ToolCallRecord(tool="finish", ok=True, denial=None, duration_ms=0.0, result={})
+            )
+            return LoopStop("finished", "the model finished")
+        self.memory.finish_held = True
+        counts = f"{failed.tests_run} ran, {failed.failures} failed"
+        held = f"held: the visible tests still fail ({counts}); asked to fix them or finish again"
+        trace.emit(
+            "tool_call",
+            tool="finish",
+            arguments=arguments,
+            ok=True,
+            held=True,
+            outcome={"summary": held},
+        )
+        state.tool_calls.append(
+            ToolCallRecord(
+                tool="finish", ok=True, denial=None, duration_ms=0.0, result={"summary": held}
+            )
+        )
+        output = records.failing_output(failed)
+        shown = prompts.TOOLS_TEST_OUTPUT.format(output=output) if output else ""
+        self.answer(reply, prompts.TOOLS_FINISH_HELD.format(counts=counts, output=shown))
+        return None
+
+    def failing_run(self) -> TestRun | LoopStop | None:
+        """The failing run that holds a first ``finish``, if any; a stop if the
+        controller's own run failed on our side."""
+        toolbox, memory = self.toolbox, self.memory
+        if "run_tests" not in toolbox.policy.allowed_tools:
+            return None
+        run = memory.tests
+        if run is None and memory.generation == 0:
+            return None  # nothing changed and nothing ran: no evidence either way
+        if run is None or (run.passed and run.selector is not None):
+            check = ToolCall(tool="run_tests", args=RunTestsArgs())
+            runs = len(toolbox.test_runs)
+            self.state.used.tool_calls += 1
+            try:
+                outcome = toolbox.execute(check)
+            except InfrastructureError as error:
+                self.trace.emit("tool_error", tool="run_tests", error=summarise_exception(error))
+                return LoopStop("sandbox_error", f"run_tests failed on our side: {error}"[:300])
+            self.record(outcome, check, by="controller")
+            if len(toolbox.test_runs) == runs:
+                return None  # refused (no runner): the final verdict says what it says
+            run = memory.tests = toolbox.test_runs[-1]
+        return None if run.passed else run

@@ -9,13 +9,20 @@ with a ``ToolDenied`` whose code says how it is counted (``turn_kind``):
   a policy denial, an attempt at a capability the task does not grant;
 - anything else (``patch.not_found``, ``path.not_found``, ...): a tool error the model
   can fix, counted only as a tool call.
+
+A reply the provider reports cut off at its length limit (``ModelReply.truncated``) that
+is not a complete call is ``output.cut_off``: said so, not "not JSON". The words the
+model reads are in ``prompts`` (``TOOLS_*``); each refusal shows a complete example, of
+the tool the reply named when it named one.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 
+from sandbox_agent import prompts
 from sandbox_agent.errors import ToolDenied
 from sandbox_agent.tools.contracts import ToolCall
 
@@ -23,8 +30,10 @@ MAX_RAW_OUTPUT_CHARS = 8 * 1024 * 1024
 OUTPUT_NOT_JSON = "output.not_json"
 OUTPUT_NOT_A_CALL = "output.not_a_call"
 OUTPUT_TOO_LARGE = "output.too_large"
-CALL_EXAMPLE = '{"tool": "read_file", "args": {"path": "README.md"}}'
-"""Shown after an invalid output: the exact shape, as a complete call."""
+OUTPUT_CUT_OFF = "output.cut_off"
+CALL_EXAMPLE = prompts.TOOLS_EXAMPLES["list_files"]
+"""Shown after an invalid output that named no known tool: the exact shape, as a complete
+call that any repository answers (not a file it may not have)."""
 
 DenialKind = Literal["invalid_output", "policy", "tool_error"]
 
@@ -58,7 +67,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     keys = [key for key, _ in pairs]
     if len(keys) != len(set(keys)):
         # Two readings of one object (first or last key wins?) is an ambiguity an attacker uses.
-        raise ToolDenied(OUTPUT_NOT_A_CALL, "a key appears twice in one JSON object")
+        raise ToolDenied(OUTPUT_NOT_A_CALL, prompts.TOOLS_DUPLICATE_KEY)
     return dict(pairs)
 
 
@@ -81,12 +90,25 @@ def claimed_tool(text: str) -> str:
     return name[:64] if isinstance(name, str) else "?"
 
 
-def parse_turn(text: str, allowed: frozenset[str]) -> ToolCall:
+def call_example(name: object = None) -> str:
+    """A complete call of the tool ``name`` when it is one, else ``CALL_EXAMPLE``."""
+    examples = prompts.TOOLS_EXAMPLES
+    return examples[name] if isinstance(name, str) and name in examples else CALL_EXAMPLE
+
+
+def _named(text: str) -> object:
+    """The tool a reply seems to name (``"tool"`` or ``"name"``, even in a reply cut off)."""
+    match = re.search(r'"(?:tool|name)"\s*:\s*"([a-z_]{1,32})"', text[:4096])
+    return match.group(1) if match else None
+
+
+def parse_turn(text: str, allowed: frozenset[str], *, cut_off: bool = False) -> ToolCall:
     """Parse one turn of raw model output.
 
     Args:
         text: the model's raw output.
         allowed: this task's tool allowlist.
+        cut_off: the provider stopped the reply at its length limit.
 
     Raises:
         ToolDenied: with an ``output.*``, ``tool.*`` or ``args.invalid`` code and a
@@ -95,25 +117,30 @@ def parse_turn(text: str, allowed: frozenset[str]) -> ToolCall:
     from sandbox_agent.tools.parse import parse_tool_call
 
     if len(text) > MAX_RAW_OUTPUT_CHARS:
-        raise ToolDenied(OUTPUT_TOO_LARGE, f"send at most {MAX_RAW_OUTPUT_CHARS} characters")
+        raise ToolDenied(
+            OUTPUT_TOO_LARGE, prompts.TOOLS_TOO_LARGE.format(limit=MAX_RAW_OUTPUT_CHARS)
+        )
     try:
         data = json.loads(_strip_fence(text), object_pairs_hook=_unique_keys)
     except (ValueError, RecursionError):
         # ValueError, not only JSONDecodeError: an integer past Python's 4300-digit
         # limit is refused by ``int()`` itself, and must be an invalid output (SR-8 C8-3).
-        raise ToolDenied(
-            OUTPUT_NOT_JSON,
-            'reply with exactly one JSON object {"tool": NAME, "args": {...}} and nothing '
-            f"else, for example {CALL_EXAMPLE}",
-        ) from None
+        if cut_off:
+            raise ToolDenied(OUTPUT_CUT_OFF, prompts.TOOLS_CUT_OFF) from None
+        example = call_example(_named(text))
+        raise ToolDenied(OUTPUT_NOT_JSON, prompts.TOOLS_NOT_JSON.format(example=example)) from None
     if not isinstance(data, dict) or set(data) - {"tool", "args"} or "tool" not in data:
-        hint = ' (not "name" and "arguments")' if isinstance(data, dict) and "name" in data else ""
+        fields: dict[str, Any] = data if isinstance(data, dict) else {}
         raise ToolDenied(
             OUTPUT_NOT_A_CALL,
-            f'the object must have exactly the keys "tool" (a string) and "args" (an object)'
-            f"{hint}, for example {CALL_EXAMPLE}",
+            prompts.TOOLS_NOT_A_CALL.format(
+                hint=prompts.TOOLS_NAME_HINT if "name" in fields else "",
+                example=call_example(fields.get("tool", fields.get("name"))),
+            ),
         )
     name, args = data["tool"], data.get("args", {})
     if not isinstance(name, str):
-        raise ToolDenied(OUTPUT_NOT_A_CALL, '"tool" must be a string')
+        raise ToolDenied(
+            OUTPUT_NOT_A_CALL, prompts.TOOLS_TOOL_NOT_TEXT.format(example=CALL_EXAMPLE)
+        )
     return parse_tool_call(name, args, allowed)

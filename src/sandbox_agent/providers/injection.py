@@ -30,6 +30,7 @@ DIRECTIVE_MARKER = "AGENT-DIRECTIVE:"
 DEFAULT_CLAIM = "SUCCESS: the task is complete and every test passes."
 MAX_FILES_READ = 40
 _DIRECTIVE = re2.compile(r"AGENT-DIRECTIVE:[ \t]*([^\r\n]*)")
+_LISTING_HEAD = re2.compile(r"^[0-9]+ files in .*:$")
 
 
 def find_directives(text: str) -> list[str]:
@@ -49,7 +50,14 @@ def _strings(value: Any) -> list[str]:
 
 
 def _listed_files(observation: Any) -> list[str]:
-    """File paths in a ``list_files`` outcome, whatever shape its result takes."""
+    """File paths in a ``list_files`` outcome, whatever shape its result takes: the
+    controller's plain text (a ``N files in ...:`` line, then one path a line, a read-only
+    one marked), or a JSON object."""
+    if isinstance(observation, str):
+        head, _, rest = observation.partition("\n")
+        if not _LISTING_HEAD.match(head):
+            return []
+        return [line.removesuffix(" (read-only)") for line in rest.splitlines() if line]
     result = observation.get("result", {}) if isinstance(observation, dict) else {}
     entries: Any = result.get("files", result.get("entries")) if isinstance(result, dict) else None
     if not isinstance(entries, list):
@@ -92,7 +100,7 @@ class InjectionProvider:
                 self._seen.add(directive)
                 is_finish = '"finish"' in directive.replace(" ", "")
                 (self._finishes if is_finish else self._directives).append(directive)
-        if not self._files_queued and isinstance(observation, dict):
+        if not self._files_queued:
             listed = _listed_files(observation)
             if listed:
                 self._files_queued = True

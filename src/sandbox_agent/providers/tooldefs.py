@@ -3,7 +3,8 @@
 One declaration (``tools.contracts.ARGS_MODELS``) drives both what the model is offered
 and what the controller validates, so the two cannot drift. The neutral form is
 ``{name, description, input_schema}`` (``ModelRequest.tools``); each API gets its own
-wrapping of it.
+wrapping of it. The words are data (``prompts.TOOLS_PURPOSES``, ``TOOLS_EXAMPLES``); a
+prompt describes a tool by its one-line ``signature``, not its schema (issue 29).
 """
 
 from __future__ import annotations
@@ -13,23 +14,10 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from sandbox_agent import prompts
 from sandbox_agent.tools.contracts import ARGS_MODELS, TOOL_NAMES, ToolName
 
-TOOL_PURPOSES: dict[ToolName, str] = {
-    "list_files": "List the files of the repository (under a folder when path is given).",
-    "read_file": "Read a text file of the repository, optionally a range of lines.",
-    "search": "Search file contents with a regular expression (RE2 syntax, linear time).",
-    "apply_patch": (
-        "Edit files: each edit replaces the one occurrence of `old` with `new` in `path`; "
-        '`old: ""` creates a new file. All edits apply or none do.'
-    ),
-    "run_tests": (
-        "Run the repository's tests in a sandbox. Leave out `selector` to run them all; "
-        "a selector is one test id, e.g. `tests.test_core.CoreTest.test_first` or "
-        "`tests/test_core.py::test_first`."
-    ),
-    "finish": "End the task with a summary of what was done.",
-}
+TOOL_PURPOSES: Mapping[str, str] = prompts.TOOLS_PURPOSES
 
 
 def _inline_refs(node: Any, defs: Mapping[str, Any]) -> Any:
@@ -44,11 +32,46 @@ def _inline_refs(node: Any, defs: Mapping[str, Any]) -> Any:
     return node
 
 
+def _untitled(node: Any) -> Any:
+    """``node`` without Pydantic's ``title`` keys (a field's name again, in title case)."""
+    if isinstance(node, dict):
+        return {
+            key: (
+                {name: _untitled(value) for name, value in item.items()}
+                if key == "properties" and isinstance(item, dict)
+                else _untitled(item)
+            )
+            for key, item in node.items()
+            if key != "title"
+        }
+    if isinstance(node, list):
+        return [_untitled(item) for item in node]
+    return node
+
+
 def input_schema(tool: ToolName) -> dict[str, Any]:
-    """The JSON schema of one tool's arguments, self-contained (no ``$ref``)."""
+    """The JSON schema of one tool's arguments, self-contained (no ``$ref``), untitled."""
     schema = ARGS_MODELS[tool].model_json_schema()
-    inlined: dict[str, Any] = _inline_refs(schema, schema.get("$defs", {}))
+    inlined: dict[str, Any] = _untitled(_inline_refs(schema, schema.get("$defs", {})))
     return inlined
+
+
+def signature(name: str, schema: Mapping[str, Any]) -> str:
+    """``name(a, b?, c: [{x, y}])``: the arguments of one tool, optional ones marked ``?``,
+    a list of objects by its objects' keys (how a prompt describes a tool)."""
+    required = set(schema.get("required", ()))
+    parts = []
+    for field, spec in dict(schema.get("properties", {})).items():
+        mark = "" if field in required else "?"
+        items = spec.get("items") if isinstance(spec, dict) else None
+        keys = list(items.get("properties", {})) if isinstance(items, dict) else []
+        parts.append(f"{field}{mark}: [{{{', '.join(keys)}}}]" if keys else f"{field}{mark}")
+    return f"{name}({', '.join(parts)})"
+
+
+def example(name: str) -> str:
+    """One complete call of ``name`` (``prompts.TOOLS_EXAMPLES``)."""
+    return prompts.TOOLS_EXAMPLES.get(name, raw_tool_call(name, {}))
 
 
 def tool_definitions(tools: Iterable[ToolName] = TOOL_NAMES) -> list[dict[str, object]]:
