@@ -101,7 +101,7 @@ def _on_cluster(address: str, cases: list[Any], options: Any) -> tuple[float, in
 
 def overhead(rounds: int) -> None:
     from sandbox_agent.cluster import local
-    from sandbox_agent.evals.running.executor import EvalOptions
+    from sandbox_agent.evals.running.options import EvalOptions
 
     cluster = local.up(head_ip="127.0.0.32", worker_ips=(), slots=1)
     try:
@@ -134,7 +134,7 @@ def overhead(rounds: int) -> None:
 
 def throughput(repeats: int) -> None:
     from sandbox_agent.cluster import local
-    from sandbox_agent.evals.running.executor import EvalOptions
+    from sandbox_agent.evals.running.options import EvalOptions
 
     cluster = local.up(head_ip="127.0.0.32", worker_ips=(), slots=2)
     walls: dict[int, float] = {}

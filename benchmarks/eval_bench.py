@@ -19,7 +19,8 @@ DEFAULT_LIMIT = 164
 
 def _run(limit: int, *, jobs: int, fix: bool) -> tuple[int, int, float]:
     from sandbox_agent.controller import run_task
-    from sandbox_agent.evals.running.executor import EvalOptions, run_all
+    from sandbox_agent.evals.running.executor import run_all
+    from sandbox_agent.evals.running.options import EvalOptions
     from sandbox_agent.evals.running.progress import ProgressBar
     from sandbox_agent.evals.tasks import humanevalfix
     from sandbox_agent.sandbox.docker_backend import DockerBackend

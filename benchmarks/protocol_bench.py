@@ -91,7 +91,7 @@ def run_protocol(
     """``tasks`` under ``protocol``, each run cut at ``turns`` model turns (not at the
     eval's wall clock: on a busy machine that would cut every run at its first turn)."""
     from sandbox_agent.controller import run_task
-    from sandbox_agent.evals.running.executor import EvalOptions, build_config
+    from sandbox_agent.evals.running.options import EvalOptions, build_config
     from sandbox_agent.evals.tasks.suites import SuiteOptions, build_cases
     from sandbox_agent.providers.base import ProviderOptions
 

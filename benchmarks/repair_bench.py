@@ -38,8 +38,9 @@ def _cpu_seconds(pid: int | None) -> float:
 def main(argv: list[str]) -> int:
     from sandbox_agent.controller import run_task
     from sandbox_agent.evals.local import local_completer
-    from sandbox_agent.evals.running.executor import EvalOptions, run_case
+    from sandbox_agent.evals.running.one_run import run_case
     from sandbox_agent.evals.running.oneshot import run_one
+    from sandbox_agent.evals.running.options import EvalOptions
     from sandbox_agent.evals.tasks import humanevalfix
     from sandbox_agent.evals.tasks.suites import SuiteOptions, build_cases
     from sandbox_agent.localmodel import server

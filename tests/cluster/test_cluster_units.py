@@ -248,7 +248,8 @@ def test_a_node_that_sends_back_a_record_of_another_run_is_refused(tmp_path: Pat
     # SR-10 C2 (the review's M1): the driver took whatever record a node sent for a run,
     # so a node could answer a run of one task with a (passing) record of another.
     from sandbox_agent.cluster.remote import Finished
-    from sandbox_agent.evals.running.executor import EvalOptions, build_config, error_record
+    from sandbox_agent.evals.running.one_run import error_record
+    from sandbox_agent.evals.running.options import EvalOptions, build_config
     from sandbox_agent.evals.running.scheduler import Attempt, ClusterOptions, Scheduler
     from sandbox_agent.evals.tasks.cases import EvalCase
     from sandbox_agent.evals.tasks.taskfile import HeldOut, Task
@@ -283,7 +284,8 @@ def test_a_node_that_sends_back_a_record_of_another_run_is_refused(tmp_path: Pat
 )
 def test_a_node_cannot_forge_a_pass_for_the_run_it_executes(tmp_path: Path) -> None:
     from sandbox_agent.cluster.remote import Finished
-    from sandbox_agent.evals.running.executor import EvalOptions, build_config, error_record
+    from sandbox_agent.evals.running.one_run import error_record
+    from sandbox_agent.evals.running.options import EvalOptions, build_config
     from sandbox_agent.evals.running.scheduler import Attempt, ClusterOptions, Scheduler
     from sandbox_agent.evals.tasks.cases import EvalCase
     from sandbox_agent.evals.tasks.taskfile import HeldOut, Task

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from sandbox_agent.controller import run_task
-from sandbox_agent.evals.running.executor import EvalOptions, run_all
+from sandbox_agent.evals.running.executor import run_all
+from sandbox_agent.evals.running.options import EvalOptions
 from sandbox_agent.evals.tasks import humanevalfix
 from sandbox_agent.evals.tasks.suites import SuiteOptions, build_cases
 from sandbox_agent.sandbox.docker_backend import DockerBackend

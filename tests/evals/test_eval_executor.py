@@ -30,7 +30,10 @@ from sandbox_agent.controller.models import (
 )
 from sandbox_agent.errors import UsageError
 from sandbox_agent.evals.results.audit import verify_results
-from sandbox_agent.evals.results.journal import JOURNAL_FILE, Journal, task_sha256
+from sandbox_agent.evals.results.inputs import task_sha256
+from sandbox_agent.evals.results.journal import Journal
+from sandbox_agent.evals.results.journal_check import JOURNAL_FILE
+from sandbox_agent.evals.results.records import HARNESS_ERROR
 from sandbox_agent.evals.results.report import (
     HARNESS_NOTICE,
     EvalReport,
@@ -38,7 +41,8 @@ from sandbox_agent.evals.results.report import (
     to_markdown,
     write_report,
 )
-from sandbox_agent.evals.running.executor import HARNESS_ERROR, EvalOptions, run_all
+from sandbox_agent.evals.running.executor import run_all
+from sandbox_agent.evals.running.options import EvalOptions
 from sandbox_agent.evals.running.progress import ProgressBar
 from sandbox_agent.evals.tasks.cases import EvalCase
 from sandbox_agent.evals.tasks.taskfile import HeldOut, Task

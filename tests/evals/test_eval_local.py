@@ -108,7 +108,8 @@ def test_a_oneshot_answer_is_judged_in_the_sandbox(rows: list[humanevalfix.Row])
 def test_the_report_is_built_from_the_results_folder(tmp_path: Path) -> None:
     from test_eval_executor import FakeBackend, case, fake_run_task
 
-    from sandbox_agent.evals.running.executor import EvalOptions, run_all
+    from sandbox_agent.evals.running.executor import run_all
+    from sandbox_agent.evals.running.options import EvalOptions
 
     held = tmp_path / "held"
     held.mkdir()

@@ -144,7 +144,8 @@ def test_reference_plans_pass_and_control_plans_fail_on_real_projects(
     one of a pytest project (six), through the controller, Docker and the held-out suite."""
     from sandbox_agent.controller import run_task
     from sandbox_agent.evals.realrepos.suite import build_cases
-    from sandbox_agent.evals.running.executor import EvalOptions, run_all
+    from sandbox_agent.evals.running.executor import run_all
+    from sandbox_agent.evals.running.options import EvalOptions
     from sandbox_agent.sandbox.docker_backend import DockerBackend
 
     ids = ["realrepos-jsonpatch-001", "realrepos-six-001"]

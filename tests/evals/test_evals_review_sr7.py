@@ -15,8 +15,10 @@ import pytest
 
 from sandbox_agent.controller import run_task
 from sandbox_agent.errors import UsageError
+from sandbox_agent.evals.results.records import HARNESS_ERROR
 from sandbox_agent.evals.results.report import make_report, to_markdown
-from sandbox_agent.evals.running.executor import HARNESS_ERROR, EvalOptions, run_all
+from sandbox_agent.evals.running.executor import run_all
+from sandbox_agent.evals.running.options import EvalOptions
 from sandbox_agent.evals.tasks import humanevalfix
 from sandbox_agent.evals.tasks.cases import EvalCase
 from sandbox_agent.evals.tasks.suites import SuiteOptions, build_cases

@@ -47,10 +47,12 @@ from sandbox_agent.controller.models import (
 )
 from sandbox_agent.errors import UsageError
 from sandbox_agent.evals.results.audit import verify_results
-from sandbox_agent.evals.results.journal import JOURNAL_FILE, Journal
+from sandbox_agent.evals.results.journal import Journal
+from sandbox_agent.evals.results.journal_check import JOURNAL_FILE
 from sandbox_agent.evals.results.records import TRACES_DIR
 from sandbox_agent.evals.results.report import EvalReport, make_report, to_markdown, write_report
-from sandbox_agent.evals.running.executor import EvalOptions, run_all
+from sandbox_agent.evals.running.executor import run_all
+from sandbox_agent.evals.running.options import EvalOptions
 from sandbox_agent.evals.tasks.cases import EvalCase
 from sandbox_agent.evals.tasks.suites import SuiteOptions, build_cases
 from sandbox_agent.sandbox.base import CancelToken, RunnerReport, SandboxRequest, SandboxResult

@@ -44,10 +44,12 @@ from sandbox_agent.evals.realrepos import fetch
 from sandbox_agent.evals.realrepos import suite as realrepos_suite
 from sandbox_agent.evals.realrepos.build import PYTEST_MARKER
 from sandbox_agent.evals.realrepos.taskfile import TaskFile
-from sandbox_agent.evals.results.journal import JOURNAL_FILE, Journal
+from sandbox_agent.evals.results.journal import Journal
+from sandbox_agent.evals.results.journal_check import JOURNAL_FILE
 from sandbox_agent.evals.results.records import TRACES_DIR
 from sandbox_agent.evals.results.report import make_report, write_report
-from sandbox_agent.evals.running.executor import EvalOptions, run_all
+from sandbox_agent.evals.running.executor import run_all
+from sandbox_agent.evals.running.options import EvalOptions
 from sandbox_agent.evals.tasks.suites import SuiteOptions, build_cases
 from sandbox_agent.sandbox.base import (
     CancelToken,

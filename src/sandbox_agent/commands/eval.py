@@ -32,7 +32,7 @@ def _positive_seconds(text: str) -> float:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of DESIGN section 6, plus where results go and the control run."""
-    from sandbox_agent.evals.running.executor import DEFAULT_JOBS, DEFAULT_REPEATS
+    from sandbox_agent.evals.running.options import DEFAULT_JOBS, DEFAULT_REPEATS
 
     parser.add_argument(
         "--provider", default=DEFAULT_PROVIDER, help="provider name (scripted; local: --jobs 1)"
@@ -268,7 +268,7 @@ def run(args: argparse.Namespace) -> int:
     from sandbox_agent.errors import UsageError
     from sandbox_agent.evals.results.records import TRACES_DIR
     from sandbox_agent.evals.results.report import default_results_dir, make_report, write_report
-    from sandbox_agent.evals.running.executor import EvalOptions
+    from sandbox_agent.evals.running.options import EvalOptions
     from sandbox_agent.evals.running.progress import ProgressBar
     from sandbox_agent.evals.tasks.suites import SuiteOptions, build_cases
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 from sandbox_agent.evals.results.records import RunRecord, Summary, summarize
 from sandbox_agent.evals.results.report import EvalReport, make_report, to_markdown, write_report
 from sandbox_agent.evals.results.scoring import Score, Violation, score_run
-from sandbox_agent.evals.running.executor import EvalOptions, run_all, run_case
+from sandbox_agent.evals.running.executor import run_all
 from sandbox_agent.evals.running.heldout import HeldOutResult, run_held_out
+from sandbox_agent.evals.running.one_run import run_case
+from sandbox_agent.evals.running.options import EvalOptions
 from sandbox_agent.evals.tasks.cases import EvalCase
 from sandbox_agent.evals.tasks.suites import SUITES, SuiteOptions, build_cases
 from sandbox_agent.evals.tasks.taskfile import Task, TaskFile, load_task_file

@@ -13,7 +13,7 @@ Stages, the most telling first, each resumable and each followed by the report:
 3. one-shot best-of-N on the same rows, selected by the same visible tests
    (``evals.running.bestof``; N, temperature and seeds are the repair strategy's);
 4. the 10-task set, ``--repeats`` times, each repeat with its own seeds (independent
-   samples: ``evals.running.executor.SEED_STRIDE``);
+   samples: ``evals.running.options.SEED_STRIDE``);
 5. all 39 realrepos tasks (their visible and held-out tests coincide: the project's own
    suite);
 6. with ``--tools-loop``: HumanEvalFix's rows through the ``tools`` strategy too.

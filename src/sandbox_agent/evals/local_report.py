@@ -15,7 +15,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from sandbox_agent.evals.results.journal import JOURNAL_FILE, Journal
+from sandbox_agent.evals.results.journal import Journal
+from sandbox_agent.evals.results.journal_check import JOURNAL_FILE
 from sandbox_agent.evals.results.records import RunRecord
 from sandbox_agent.evals.results.report import EvalReport, _text
 from sandbox_agent.evals.running.bestof import BESTOF_FILE, BestOfRecord, load_bestof

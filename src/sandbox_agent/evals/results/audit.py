@@ -3,14 +3,14 @@ check, with the signer's public key and the evaluation's inputs.
 
 Every run that ``report.json`` counts must be backed twice: by its line in ``runs.jsonl``,
 signed by the key given (this host's by default) for the evaluation the journal's header
-names (``journal.check_line``), holding that very record; and by its run folder, which must
+names (``journal_check.check_line``), holding that very record; and by its run folder, which must
 verify under the key that sealed it, with the record's status and repository digest
-(``journal.run_folder_check``). Each run is counted once, the summary is recomputed from
+(``journal_check.run_folder_check``). Each run is counted once, the summary is recomputed from
 the runs. The held-out verdicts, ``checks`` and ``passed`` are in the signed lines, so none
 of the numbers the report gives rests on an unsigned file.
 
 The inputs: each signed line holds its task's hash, which covers the content of the
-repository, plan and held-out tests the run was given (``journal.task_sha256``). The
+repository, plan and held-out tests the run was given (``inputs.task_sha256``). The
 evaluation's inputs are rebuilt here from the journal's identity (suite, control,
 ``--fixtures-dir``, ``--plans``, ``--dataset``) and each run's hash must be theirs: a run
 made on a fixture with its bug removed, or under another plan, is not verified. The
@@ -40,8 +40,10 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import ValidationError
 
+from sandbox_agent.canonical import canonical_json
 from sandbox_agent.errors import SandboxAgentError
-from sandbox_agent.evals.results.journal import (
+from sandbox_agent.evals.results.inputs import task_inputs, task_sha256
+from sandbox_agent.evals.results.journal_check import (
     JOURNAL_FILE,
     MAX_JOURNAL_BYTES,
     RunKey,
@@ -49,14 +51,11 @@ from sandbox_agent.evals.results.journal import (
     is_journal_header,
     read_lines,
     run_folder_check,
-    task_inputs,
-    task_sha256,
 )
 from sandbox_agent.evals.results.records import HARNESS_ERROR, RunRecord, per_task, summarize
 from sandbox_agent.evals.results.report import EvalReport, notice_for, to_markdown
 from sandbox_agent.evidence.chain import read_bounded
 from sandbox_agent.evidence.keys import load_public_key, public_key_path
-from sandbox_agent.evidence.seal import canonical_json
 from sandbox_agent.evidence.verify import VerifyCheck
 
 REPORT_FILE = "report.json"

@@ -16,9 +16,10 @@ from sandbox_agent.cluster.connect import connected
 from sandbox_agent.cluster.nodes import describe_nodes
 from sandbox_agent.errors import SetupError
 from sandbox_agent.evals.results.cluster_report import ClusterReport
-from sandbox_agent.evals.results.journal import NODE_KEYS_DIR, Journal
+from sandbox_agent.evals.results.journal import Journal
+from sandbox_agent.evals.results.journal_check import NODE_KEYS_DIR
 from sandbox_agent.evals.results.records import RunRecord
-from sandbox_agent.evals.running.executor import EvalOptions
+from sandbox_agent.evals.running.options import EvalOptions
 from sandbox_agent.evals.running.progress import ProgressBar
 from sandbox_agent.evals.running.scheduler import (
     ClusterEval,

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from sandbox_agent.cluster.payload import FolderCopy, copy_of, pack_run_folder, place
 from sandbox_agent.cluster.remote import Finished, Message, as_task, in_thread, started
-from sandbox_agent.evals.running.executor import EvalOptions
+from sandbox_agent.evals.running.options import EvalOptions
 from sandbox_agent.evals.tasks.cases import EvalCase
 
 
@@ -93,7 +93,7 @@ def run_eval_case(bundle: CaseBundle, repeat: int, options: EvalOptions) -> Iter
     node, same backend), then the score; the record and the run's folder come back."""
     from sandbox_agent.controller import run_task
     from sandbox_agent.evals.results.records import RunRecord
-    from sandbox_agent.evals.running.executor import run_case
+    from sandbox_agent.evals.running.one_run import run_case
     from sandbox_agent.sandbox.docker_backend import DockerBackend
 
     yield started()

@@ -17,8 +17,9 @@ from sandbox_agent.cluster.remote import Finished
 from sandbox_agent.errors import UsageError
 from sandbox_agent.evals.results.cluster_report import LOST
 from sandbox_agent.evals.results.records import RunRecord
-from sandbox_agent.evals.running.executor import EvalOptions, build_config, error_record
 from sandbox_agent.evals.running.heldout import not_run
+from sandbox_agent.evals.running.one_run import error_record
+from sandbox_agent.evals.running.options import EvalOptions, build_config
 from sandbox_agent.evals.tasks.cases import EvalCase
 
 

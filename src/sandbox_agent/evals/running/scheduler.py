@@ -34,7 +34,7 @@ from sandbox_agent.cluster.remote import Finished, Started
 from sandbox_agent.errors import SetupError, UsageError
 from sandbox_agent.evals.results.cluster_report import ClusterReport, cluster_report
 from sandbox_agent.evals.results.records import RunRecord
-from sandbox_agent.evals.running.executor import EvalOptions
+from sandbox_agent.evals.running.options import EvalOptions
 from sandbox_agent.evals.running.progress import ProgressBar
 from sandbox_agent.evals.running.replies import answered_record, harness_error, lost
 from sandbox_agent.evals.tasks.cases import EvalCase
