@@ -385,3 +385,15 @@ def test_a_call_whose_answer_was_elided_may_be_made_again() -> None:
     assert memory.recall(call, elided=1) is None  # its exchange is elided now
     memory.edited()
     assert memory.recall(call, elided=0) is None  # the tree changed
+
+
+def test_finish_with_no_turn_left_runs_no_test_for_it(tmp_path: Path) -> None:
+    ran = run_loop(
+        tmp_path,
+        [step("apply_patch", edits=[FIX]), step("finish", summary="last turn")],
+        [passing()],
+        budgets=Budgets(max_iterations=2),
+    )
+    assert ran.stop.end == "finished"
+    assert ran.backend.requests == []  # the final verdict runs the tests, not the loop
+    assert not [e for e in ran.events if e.get("by") == "controller"]

@@ -314,17 +314,19 @@ class _ToolsLoop:
         """End the loop; or, the first time while the visible tests fail, answer with the
         failures and go on (None). "Fail": the last run on this tree failed; when the
         tree changed since the last run, the controller runs the tests itself first (a
-        passing run is then the final verdict, reused). No turn left: it ends."""
+        passing run is then the final verdict, reused). No turn left (a budget, a cancel,
+        the wall clock): it ends, and no test is run for it."""
         state, trace = self.state, self.trace
         state.model_summary = getattr(call.args, "summary", "")
         arguments = call.args.model_dump()
-        failed = None if self.memory.finish_held else self.failing_run()
-        if isinstance(failed, LoopStop):
-            return failed
-        stop = check_budgets(self.config, state, self.cancel) if failed is not None else None
-        if stop is not None and stop.end in ("cancelled", "timeout"):
-            return stop
-        if failed is None or stop is not None:
+        failed: TestRun | None = None
+        if not self.memory.finish_held and self.turn_left():
+            found = self.failing_run()
+            if isinstance(found, LoopStop):
+                return found
+            # None too when the controller's own run took the last tool call
+            failed = found if self.turn_left() else None
+        if failed is None:
             trace.emit("tool_call", tool="finish", arguments=arguments, ok=True)
             state.tool_calls.append(
                 ToolCallRecord(tool="finish", ok=True, denial=None, duration_ms=0.0, result={})
@@ -350,6 +352,10 @@ class _ToolsLoop:
         shown = prompts.TOOLS_TEST_OUTPUT.format(output=output) if output else ""
         self.answer(reply, prompts.TOOLS_FINISH_HELD.format(counts=counts, output=shown))
         return None
+
+    def turn_left(self) -> bool:
+        """Whether the budgets allow the model another turn."""
+        return check_budgets(self.config, self.state, self.cancel) is None
 
     def failing_run(self) -> TestRun | LoopStop | None:
         """The failing run that holds a first ``finish``, if any; a stop if the
