@@ -148,6 +148,10 @@ TOOLS_TESTS_UNFINISHED = "The tests did not run to an end: {reason}."
 TOOLS_TEST_OUTPUT = "\n```text\n{output}\n```"
 TOOLS_SELECTOR = "{text} (selector {selector})"
 TOOLS_REFUSED = "Refused ({code}): {message}"
+TOOLS_OLD_NUMBERED = (
+    "\nYour `old` has read_file's line numbers in it: copy the text after each number and "
+    "its tab, not the number."
+)
 TOOLS_OK = "Done."
 
 TOOLS_REPEATED = (

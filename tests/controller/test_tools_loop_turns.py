@@ -397,3 +397,11 @@ def test_finish_with_no_turn_left_runs_no_test_for_it(tmp_path: Path) -> None:
     assert ran.stop.end == "finished"
     assert ran.backend.requests == []  # the final verdict runs the tests, not the loop
     assert not [e for e in ran.events if e.get("by") == "controller"]
+
+
+def test_a_patch_that_kept_the_line_numbers_is_told_so(tmp_path: Path) -> None:
+    numbered = {"path": "pkg/core.py", "old": "2\t    return a - b", "new": "    return a + b"}
+    ran = run_loop(tmp_path, [step("apply_patch", edits=[numbered])])
+    text = ran.observations()[0]
+    assert text.startswith("Refused (patch.not_found)")
+    assert text.endswith("copy the text after each number and its tab, not the number.")

@@ -255,6 +255,7 @@ class _ToolsLoop:
         if run is not None:
             memory.tests = run
         observation = records.observation(outcome, run=run, read_only=self.read_only)
+        observation += records.patch_hint(call.args, outcome.denial)
         position = len(self.state.history)
         turn = self.state.used.iterations
         memory.remember(call, Answered(turn, position, records.gist(observation), record))

@@ -9,14 +9,15 @@ text becomes its size and digest.
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from collections.abc import Callable
 from typing import Any
 
-from sandbox_agent import prompts
+from sandbox_agent import denials, prompts
 from sandbox_agent.controller.models import ToolCallRecord
 from sandbox_agent.repair.failures import WORKSPACE_PREFIX, failure_text
-from sandbox_agent.tools.contracts import ToolOutcome
+from sandbox_agent.tools.contracts import ApplyPatchArgs, ToolOutcome
 from sandbox_agent.tools.testrun import TestRun
 from sandbox_agent.trace import summarise_value
 
@@ -84,6 +85,18 @@ def observation(
     except (KeyError, TypeError, ValueError):
         pass  # a result of another shape: its message says what happened
     return outcome.message or prompts.TOOLS_OK
+
+
+_NUMBERED = re.compile(r"^ *[0-9]+\t", re.MULTILINE)
+
+
+def patch_hint(args: object, denial: str | None) -> str:
+    """A word on a patch whose ``old`` was not found because it kept the numbers
+    ``read_file`` shows (``12<TAB>code``); empty otherwise."""
+    if denial != denials.PATCH_NOT_FOUND or not isinstance(args, ApplyPatchArgs):
+        return ""
+    numbered = any(_NUMBERED.search(edit.old) for edit in args.edits)
+    return prompts.TOOLS_OLD_NUMBERED if numbered else ""
 
 
 def refusal_observation(code: str, message: str) -> str:
