@@ -19,7 +19,7 @@ from sandbox_agent.controller.models import (
     ToolCallRecord,
 )
 from sandbox_agent.sandbox.base import CancelToken
-from sandbox_agent.service.executor import EventSink
+from sandbox_agent.service.one_run import EventSink
 
 FAKE_DIFF = """\
 --- a/paginator/core.py

@@ -15,8 +15,8 @@ from fake_run import FakeRunFunction
 
 from browser_harness import chromium
 from sandbox_agent.service import ServiceSettings, create_app
-from sandbox_agent.service.executor import RunFunction
 from sandbox_agent.service.models import IN_FLIGHT, PreflightStatus
+from sandbox_agent.service.one_run import RunFunction
 from sandbox_agent.service.server import build_server
 
 TOKEN = "test-token-0123456789abcdef"

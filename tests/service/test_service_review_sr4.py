@@ -16,7 +16,7 @@ from service_harness import TOKEN, LiveServer, read_response, wait_finished
 
 from sandbox_agent.controller.models import RunConfig, RunResult, ToolCallRecord
 from sandbox_agent.sandbox.base import CancelToken
-from sandbox_agent.service.executor import EventSink
+from sandbox_agent.service.one_run import EventSink
 from sandbox_agent.service.settings import ServiceSettings
 
 SUBMISSION = {"fixture": "paginator", "task": "fix it"}

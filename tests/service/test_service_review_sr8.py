@@ -32,8 +32,8 @@ from service_harness import TOKEN, LiveServer, wait_finished, wait_status
 
 from sandbox_agent.controller.models import RunConfig, RunResult
 from sandbox_agent.sandbox.base import CancelToken
-from sandbox_agent.service.executor import EventSink
 from sandbox_agent.service.models import PreflightStatus
+from sandbox_agent.service.one_run import EventSink
 from sandbox_agent.service.settings import ServiceSettings
 
 SUBMISSION = {"fixture": "paginator", "task": "fix it"}

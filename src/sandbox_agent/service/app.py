@@ -23,7 +23,7 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from sandbox_agent.httpguard import is_loopback_name
-from sandbox_agent.service.executor import RunFunction, RunManager
+from sandbox_agent.service.executor import RunManager
 from sandbox_agent.service.hooks import (
     PreflightCache,
     PreflightFunction,
@@ -33,6 +33,7 @@ from sandbox_agent.service.hooks import (
 )
 from sandbox_agent.service.middleware import LimitsMiddleware, TokenGate
 from sandbox_agent.service.models import Health
+from sandbox_agent.service.one_run import RunFunction
 from sandbox_agent.service.ratelimit import RateLimiter
 from sandbox_agent.service.routes import ServiceState, router
 from sandbox_agent.service.settings import ServiceSettings

@@ -40,7 +40,7 @@ from sandbox_agent.cluster.remote import (
 from sandbox_agent.controller.models import RunConfig, RunResult
 from sandbox_agent.errors import InfrastructureError, SetupError, UsageError
 from sandbox_agent.sandbox.base import CancelToken, Runtime
-from sandbox_agent.service.executor import EventSink
+from sandbox_agent.service.one_run import EventSink
 
 POLL_S = 0.5
 STOP_WAIT_S = 30.0
@@ -64,7 +64,7 @@ class CancelBoard:
 
 
 class ClusterRunFunction:
-    """``service.executor.RunFunction`` on the cluster (one per ``serve --ray``)."""
+    """``service.one_run.RunFunction`` on the cluster (one per ``serve --ray``)."""
 
     def __init__(self, runtime: Runtime, ledger_path: str | None = None) -> None:
         """Start the cancel board and the cluster's ledger; the caller has joined the cluster.

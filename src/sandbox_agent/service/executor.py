@@ -1,7 +1,8 @@
 """Runs submitted runs: at most ``max_concurrent`` at once, a bounded queue beyond that.
 
 Worker threads call the injected run function (``run_task`` in production) with a
-``CancelToken`` per run, so ``cancel`` reaches a running sandbox within a second.
+``CancelToken`` per run, so ``cancel`` reaches a running sandbox within a second; what one
+run is (its plan, its repository's copy, its configuration, its end) is ``one_run``'s.
 Every state change goes to the store first: a restart finds the truth there.
 
 A worker survives anything one run does, and anything the store does to it (SR-8 S8-2): a
@@ -13,61 +14,33 @@ cannot run work.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any, NamedTuple, Protocol
 
-from pydantic import ValidationError
-
-from sandbox_agent.controller.models import Budgets, RepairOptions, RunConfig, RunResult
-from sandbox_agent.errors import (
-    InfrastructureError,
-    SandboxAgentError,
-    SetupError,
-    UsageError,
-    WorkspaceError,
-)
-from sandbox_agent.providers.base import ProviderOptions
+from sandbox_agent.errors import SandboxAgentError
 from sandbox_agent.sandbox.base import CancelToken
 from sandbox_agent.service.admission import admit
 from sandbox_agent.service.models import IN_FLIGHT, SubmitRequest
-from sandbox_agent.service.plans import remove_plan, remove_stale_plans, write_plan
-from sandbox_agent.service.private import private_dir
-from sandbox_agent.service.repos import (
-    locate,
-    remove_snapshot,
-    remove_stale_snapshots,
-    snapshot,
+from sandbox_agent.service.one_run import (
+    INTERRUPTED_REASON,
+    RunFunction,
+    Terminal,
+    event_sink,
+    execute_run,
 )
+from sandbox_agent.service.plans import remove_stale_plans
+from sandbox_agent.service.private import private_dir
+from sandbox_agent.service.repos import remove_stale_snapshots
 from sandbox_agent.service.settings import ServiceSettings
 from sandbox_agent.service.store import RunStore, StoredRun
-from sandbox_agent.service.views import stored_limits
 
 log = logging.getLogger(__name__)
 
-INTERRUPTED_REASON = "the server stopped while this run was in flight"
 NOT_STARTED_REASON = "the server stopped before this run started"
 WATCHDOG_INTERVAL_S = 1.0
-
-EventSink = Callable[[dict[str, Any]], None]
-
-
-class RunFunction(Protocol):
-    """What the executor calls for one run: ``sandbox_agent.controller.run_task`` or a double."""
-
-    def __call__(
-        self,
-        config: RunConfig,
-        *,
-        cancel: CancelToken | None = None,
-        on_event: EventSink | None = None,
-    ) -> RunResult: ...
 
 
 class QueueFull(SandboxAgentError):
@@ -76,14 +49,6 @@ class QueueFull(SandboxAgentError):
 
 class ServiceStopping(SandboxAgentError):
     """The server is shutting down and takes no more runs."""
-
-
-class Terminal(NamedTuple):
-    """A run's last state, waiting for the store to take it."""
-
-    status: str
-    reason: str
-    result_json: str | None
 
 
 def new_run_id() -> str:
@@ -279,46 +244,16 @@ class RunManager:
         stored = self._store.get(run_id)
         if stored is None or not self._store.mark_running(run_id):
             return
-        plan_path: Path | None = None
-        copied: Path | None = None
-        try:
-            if stored.plan_json is not None:
-                plan_path = write_plan(self._settings.plans_dir, run_id, stored.plan_json)
-            if stored.repo is not None:
-                copied = self._settings.snapshots_dir / run_id
-                name = self._snapshot(stored.repo, copied)
-                config = self._config(stored, plan_path, fixture=name, fixtures_dir=copied)
-            else:
-                config = self._config(stored, plan_path)
-            result = self._run_fn(config, cancel=token, on_event=self._event_sink(run_id))
-        except (UsageError, ValidationError) as error:
-            self._settle(run_id, Terminal("FAILED", f"rejected: {_one_line(error)}", None))
-            return
-        except (SetupError, InfrastructureError) as error:
-            self._settle(run_id, Terminal("SANDBOX_ERROR", _one_line(error), None))
-            return
-        finally:
-            if plan_path is not None:
-                remove_plan(plan_path)
-            if copied is not None:
-                remove_snapshot(copied)
-        if self._stopping and token.cancelled:
-            status, reason = "INTERRUPTED", INTERRUPTED_REASON
-        else:
-            status, reason = result.status, result.reason
-        self._settle(run_id, Terminal(status, reason, result.model_dump_json()))
-
-    def _event_sink(self, run_id: str) -> EventSink:
-        sequence = itertools.count(1)
-
-        def on_event(event: dict[str, Any]) -> None:
-            # Never raises into the run: the trace file is the evidence, this is its copy.
-            try:
-                self._store.append_event(run_id, next(sequence), event)
-            except Exception as error:
-                log.warning("run %s: a trace event was not stored (%s)", run_id, error)
-
-        return on_event
+        sink = event_sink(self._store, run_id)
+        terminal = execute_run(
+            stored,
+            settings=self._settings,
+            run_fn=self._run_fn,
+            token=token,
+            on_event=sink,
+            stopping=lambda: self._stopping,
+        )
+        self._settle(run_id, terminal)
 
     def _settle(self, run_id: str, terminal: Terminal) -> None:
         """Record a run's terminal state; if the store refuses, the watchdog retries it."""
@@ -361,50 +296,3 @@ class RunManager:
                 if not worker.is_alive():
                     log.error("%s ended: starting another", worker.name)
                     self._workers[index] = self._start_worker(index)
-
-    def _snapshot(self, requested: str, folder: Path) -> str:
-        """Copy the requested folder into ``folder/<name>``, checked again now; return
-        the name (the run is given the copy as a fixture of ``folder``).
-
-        Raises:
-            RepoRefused: the path is no longer one this server may read.
-            UsageError: the folder is over the copy's limits.
-            WorkspaceError: the copy failed.
-        """
-        location = locate(requested, self._settings.repo_roots)
-        try:
-            private_dir(self._settings.snapshots_dir, tighten=False)
-            private_dir(folder, tighten=False)
-            snapshot(location, folder / location.name)
-        except OSError as error:
-            raise WorkspaceError(f"the copy of repo {requested!r} failed: {error}") from None
-        return location.name
-
-    def _config(
-        self,
-        stored: StoredRun,
-        plan_path: Path | None,
-        *,
-        fixture: str | None = None,
-        fixtures_dir: Path | None = None,
-    ) -> RunConfig:
-        options = ProviderOptions(plan_path=str(plan_path) if plan_path else None, run_id=stored.id)
-        budgets, repair = stored_limits(stored)
-        return RunConfig(
-            task=stored.task,
-            fixture=fixture or stored.fixture,
-            fixtures_dir=fixtures_dir or self._settings.fixtures_dir,
-            provider=stored.provider,
-            provider_options=options,
-            runtime=self._settings.runtime,
-            trace_dir=self._settings.trace_dir,
-            run_id=stored.id,
-            budgets=budgets or Budgets(),
-            strategy="repair" if stored.strategy == "repair" else "tools",
-            repair=repair or RepairOptions(),
-        )
-
-
-def _one_line(error: BaseException, limit: int = 500) -> str:
-    text = " ".join(str(error).split()) or type(error).__name__
-    return text[:limit]
