@@ -405,3 +405,13 @@ def test_a_patch_that_kept_the_line_numbers_is_told_so(tmp_path: Path) -> None:
     text = ran.observations()[0]
     assert text.startswith("Refused (patch.not_found)")
     assert text.endswith("copy the text after each number and its tab, not the number.")
+
+
+def test_finish_after_a_run_that_did_not_finish_says_why(tmp_path: Path) -> None:
+    timed_out = completed(exit_code=None, report=False).model_copy(  # type: ignore[arg-type]
+        update={"status": "timeout", "reason": "the tests ran past 30 s"}
+    )
+    ran = run_loop(tmp_path, [step("run_tests"), step("finish", summary="done")], [timed_out])
+    held = ran.observations()[1]
+    assert held.startswith("Not finished yet: the tests still fail (the sandbox run ended")
+    assert "0 ran" not in held

@@ -334,7 +334,7 @@ class _ToolsLoop:
             )
             return LoopStop("finished", "the model finished")
         self.memory.finish_held = True
-        counts = f"{failed.tests_run} ran, {failed.failures} failed"
+        counts = records.run_counts(failed)
         held = f"held: the visible tests still fail ({counts}); asked to fix them or finish again"
         trace.emit(
             "tool_call",

@@ -173,6 +173,13 @@ def tests_observation(result: dict[str, Any], run: TestRun | None) -> str:
     return text + (prompts.TOOLS_TEST_OUTPUT.format(output=output) if output else "")
 
 
+def run_counts(run: TestRun) -> str:
+    """``N ran, F failed``, or why the run did not come to counts (a time-out, ...)."""
+    if run.status == "completed" and run.tests_run > 0:
+        return f"{run.tests_run} ran, {run.failures} failed"
+    return run.reason.rstrip(".")
+
+
 def failing_output(run: TestRun) -> str:
     """The part of a failed run's output that says what failed, bounded and printable,
     its paths relative to the repository (as the tools take them)."""
