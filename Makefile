@@ -91,16 +91,16 @@ test-soak: setup browser model
 # what is missing (FRESH=1 starts over). HEF=all for all 164 rows, HEF=N for N odd rows.
 HEF ?= odd
 eval-local: setup model
-	$(PY) -m sandbox_agent.evals.local --humanevalfix $(HEF) $(if $(FRESH),--fresh)
+	$(PY) -m devtools.eval_local --humanevalfix $(HEF) $(if $(FRESH),--fresh)
 
 check: venv
-	.venv/bin/ruff check src tests benchmarks scripts
-	.venv/bin/ruff format --check src tests benchmarks scripts
-	.venv/bin/mypy src
+	.venv/bin/ruff check src tests benchmarks scripts devtools
+	.venv/bin/ruff format --check src tests benchmarks scripts devtools
+	.venv/bin/mypy src devtools
 
 fmt: venv
-	.venv/bin/ruff format src tests benchmarks scripts
-	.venv/bin/ruff check --fix src tests benchmarks scripts
+	.venv/bin/ruff format src tests benchmarks scripts devtools
+	.venv/bin/ruff check --fix src tests benchmarks scripts devtools
 
 bench: setup model
 	$(PY) -m benchmarks
@@ -109,12 +109,12 @@ stress: setup
 	.venv/bin/sandbox-agent stress --runs $(RUNS) --runtime $(RUNTIME) --cpu-load $(STRESS_ARGS)
 
 adversarial-report: setup
-	$(PY) -m sandbox_agent.assurance.adversarial_report
+	$(PY) -m devtools.assurance.adversarial_report
 
 # Every review finding's tests on the code before its fix and on this tree (long: it
 # checks out and runs one old tree per fix); writes docs/REGRESSION_EVIDENCE.md.
 regression-evidence: setup
-	$(PY) -m sandbox_agent.assurance.regression
+	$(PY) -m devtools.assurance.regression
 
 live-smoke: setup
 	@bash scripts/live-smoke.sh

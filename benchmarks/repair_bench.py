@@ -36,8 +36,8 @@ def _cpu_seconds(pid: int | None) -> float:
 
 
 def main(argv: list[str]) -> int:
+    from devtools.eval_local import local_completer
     from sandbox_agent.controller import run_task
-    from sandbox_agent.evals.local import local_completer
     from sandbox_agent.evals.running.one_run import run_case
     from sandbox_agent.evals.running.oneshot import run_one
     from sandbox_agent.evals.running.options import EvalOptions

@@ -109,7 +109,6 @@ def _layer(module: str) -> int:
     return best
 
 
-@RESTRUCTURING
 def test_every_module_has_a_layer() -> None:
     missing = [name for name in _modules() if _layer(name) < 0]
     assert missing == [], "add these to LAYERS (and docs/ARCHITECTURE.md)"
@@ -165,7 +164,6 @@ def test_no_import_circle() -> None:
     assert circles == []
 
 
-@RESTRUCTURING
 def test_no_module_is_longer_than_the_limit() -> None:
     long = {
         name: n

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 # ruff: noqa: E501 - junit XML sample lines
-from sandbox_agent.assurance.adversarial_report import AdversarialReport, parse_junit, render, tally
+from devtools.assurance.adversarial_report import AdversarialReport, parse_junit, render, tally
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest">

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_agent.assurance import regression_render
-from sandbox_agent.assurance.findings import (
+from devtools.assurance import regression_render
+from devtools.assurance.findings import (
     FINDINGS_FILE,
     Finding,
     ReviewFinding,

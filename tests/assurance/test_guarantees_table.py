@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox_agent.assurance.guarantees import GUARANTEES_FILE, parse, problems, resolve_reference
+from devtools.assurance.guarantees import GUARANTEES_FILE, parse, problems, resolve_reference
 
 
 def test_parse_reads_headings_code_and_tests() -> None:

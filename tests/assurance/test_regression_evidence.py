@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_agent.assurance import outcome_plugin, regression, regression_render
-from sandbox_agent.assurance.findings import Finding
-from sandbox_agent.assurance.regression import Evidence, FindingEvidence, judge
-from sandbox_agent.assurance.regression_run import PLUGIN_MODULE, CaseRun, run_tests
+from devtools.assurance import outcome_plugin, regression, regression_render
+from devtools.assurance.findings import Finding
+from devtools.assurance.regression import judge
+from devtools.assurance.regression_models import Evidence, FindingEvidence
+from devtools.assurance.regression_run import PLUGIN_MODULE, CaseRun, run_tests
 
 SUITE = {
     "test_a.py": """

@@ -3,7 +3,7 @@ and would run (not be skipped) here."""
 
 from __future__ import annotations
 
-from sandbox_agent.assurance.threat_model import THREAT_MODEL_FILE, parse, problems
+from devtools.assurance.threat_model import THREAT_MODEL_FILE, parse, problems
 
 
 def test_parse_reads_the_test_column_only() -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from judge_harness import judge_on_host, passed
 
-from sandbox_agent.evals.local import odd_subset
-from sandbox_agent.evals.local_report import run_row, suite_summary, write_local_report
+from devtools.eval_local import odd_subset
+from devtools.eval_local_report import run_row, suite_summary, write_local_report
 from sandbox_agent.evals.results.journal import Journal
 from sandbox_agent.evals.results.report import make_report
 from sandbox_agent.evals.running import oneshot
@@ -178,7 +178,7 @@ def failed_shot() -> oneshot.OneShotRecord:
 
 
 def test_the_one_shot_stage_resumes_from_its_records(tmp_path: Path) -> None:
-    from sandbox_agent.evals.local import oneshot_done
+    from devtools.eval_local import oneshot_done
 
     shot = failed_shot()
     path = tmp_path / "oneshot.jsonl"

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
-from sandbox_agent.assurance.guarantees import collect, unresolved_tests
+from devtools.assurance.guarantees import collect, unresolved_tests
 from sandbox_agent.settings import PROJECT_ROOT
 
 THREAT_MODEL_FILE = PROJECT_ROOT / "docs" / "THREAT_MODEL.md"

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sandbox_agent.assurance import gitrepo
+from devtools.assurance import gitrepo
 from sandbox_agent.errors import SetupError
 from sandbox_agent.hostsetup.image import DOCKER_API_VERSION
 from sandbox_agent.settings import PROJECT_ROOT, STATE_HOME_ENV, state_home

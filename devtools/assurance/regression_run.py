@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from sandbox_agent.assurance import outcome_plugin
+from devtools.assurance import outcome_plugin
 
 PLUGIN_MODULE = "regression_outcome_plugin"
 RUN_TIMEOUT_S = 7200.0
@@ -31,7 +31,7 @@ NOT_COLLECTED = "not collected"
 _CONFTEST_FAILED = "ImportError while loading conftest"
 _MISSING_NAME = re.compile(
     r"^(ImportError: cannot import name"
-    r"|ModuleNotFoundError: No module named '(sandbox_agent|sandbox_supervisor)"
+    r"|ModuleNotFoundError: No module named '(sandbox_agent|sandbox_supervisor|devtools)"
     r"|AttributeError: (module|type object) '[^']+' has no attribute"
     r"|AttributeError: '(?!NoneType')[A-Z]\w*' object has no attribute"
     r"|TypeError: .*(got an unexpected keyword argument|missing \d+ required)"

@@ -2,7 +2,7 @@
 
 Read from what the evaluations wrote (``report.json`` of each suite, the one-shot
 records), never from memory, so a report can be rebuilt from a results folder
-(``python -m sandbox_agent.evals.local --skip-agent --skip-oneshot --results-dir DIR``).
+(``python -m devtools.eval_local --skip-agent --skip-oneshot --results-dir DIR``).
 Every string from a run goes through the eval report's escaping (``report._text``).
 """
 
@@ -311,7 +311,7 @@ def write_local_report(
     lines = [
         f"# Real-model evaluation: {server['model']} on the local server, {date}",
         "",
-        "Produced by `make eval-local` (`python -m sandbox_agent.evals.local`). "
+        "Produced by `make eval-local` (`python -m devtools.eval_local`). "
         "Results are what they are: nothing was tuned on the rows reported here.",
         "",
         f"- Model: `{server['model']}`, sha256 `{server['model_sha256']}` "

@@ -30,8 +30,8 @@ from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sandbox_agent.assurance import gitrepo
-from sandbox_agent.assurance.guarantees import CollectedTest, collect, unresolved_tests
+from devtools.assurance import gitrepo
+from devtools.assurance.guarantees import CollectedTest, collect, unresolved_tests
 from sandbox_agent.errors import SetupError, UsageError
 from sandbox_agent.settings import PROJECT_ROOT
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from sandbox_agent.assurance.regression import Evidence, FindingEvidence
-from sandbox_agent.assurance.regression_run import CaseRun
+from devtools.assurance.regression_models import Evidence, FindingEvidence
+from devtools.assurance.regression_run import CaseRun
 from sandbox_agent.settings import PROJECT_ROOT
 
 EVIDENCE_FILE = PROJECT_ROOT / "docs" / "REGRESSION_EVIDENCE.md"

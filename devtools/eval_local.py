@@ -1,6 +1,6 @@
 """``make eval-local``: the real-model evaluation on the project's own local model.
 
-``python -m sandbox_agent.evals.local [--results-dir DIR] [--report-dir DIR]
+``python -m devtools.eval_local [--results-dir DIR] [--report-dir DIR]
 [--humanevalfix odd|all|N] [--repeats N] [--strategy repair|tools] [--tools-loop]
 [--skip-agent] [--skip-oneshot] [--fresh]``
 
@@ -188,8 +188,8 @@ def _bestof(rows: list[humanevalfix.Row], chosen: list[str], path: Path, options
 
 
 def run(args: argparse.Namespace) -> int:
+    from devtools.eval_local_report import write_local_report
     from sandbox_agent.controller.models import RepairOptions
-    from sandbox_agent.evals.local_report import write_local_report
 
     results = Path(args.results_dir or RESULTS_DIR)
     results.mkdir(parents=True, exist_ok=True)

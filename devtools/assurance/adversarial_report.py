@@ -3,7 +3,7 @@
 Runs pytest once over the security suites with ``--junitxml``, then counts, per suite,
 passes, failures, errors, skips, expected failures (known open findings, ``xfail``) and
 unexpected passes separately. A skip is never counted as a pass. ``python -m
-sandbox_agent.assurance.adversarial_report`` (``make adversarial-report``) exits 0 only
+devtools.assurance.adversarial_report`` (``make adversarial-report``) exits 0 only
 when nothing failed or errored.
 """
 

@@ -1,4 +1,4 @@
-"""A pytest plugin (``-p sandbox_agent.assurance.collect_plugin``): after collection, write
+"""A pytest plugin (``-p devtools.assurance.collect_plugin``): after collection, write
 every item's node id and whether it would be skipped in this environment, as JSON, to the
 file named by ``$SANDBOX_AGENT_COLLECT_OUT``.
 

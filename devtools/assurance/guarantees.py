@@ -103,7 +103,7 @@ def collect(test_ids: Iterable[str], root: Path = PROJECT_ROOT) -> dict[str, Col
         out = Path(folder) / "collected.json"
         command = [
             sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-            "-p", "sandbox_agent.assurance.collect_plugin", *existing,
+            "-p", "devtools.assurance.collect_plugin", *existing,
         ]  # fmt: skip
         done = subprocess.run(
             command,
@@ -151,7 +151,7 @@ def _merged(seen: CollectedTest, case: CollectedTest) -> CollectedTest:
 def _env_with(out: Path) -> dict[str, str]:
     import os
 
-    from sandbox_agent.assurance.collect_plugin import OUTPUT_ENV
+    from devtools.assurance.collect_plugin import OUTPUT_ENV
 
     return {**os.environ, OUTPUT_ENV: str(out)}
 

@@ -7,7 +7,7 @@ commit; where those cannot either, the old tree's own. They must fail, or be not
 applicable (``regression_run``) with the reason shown. Then every finding's tests run on
 the current tree: a fixed finding's must pass, an open one's must fail as strict xfails.
 
-``python -m sandbox_agent.assurance.regression`` (``make regression-evidence``) writes the
+``python -m devtools.assurance.regression`` (``make regression-evidence``) writes the
 page and the README's line, and exits 0 only when no test passed before its fix, every
 fixed finding's tests pass now and every open one's fail as expected. ``--only "SR-1,SR-7
 F2"`` checks some findings and writes nothing."""
@@ -24,44 +24,21 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
-from sandbox_agent.assurance import gitrepo, oldtree, outcome_plugin
-from sandbox_agent.assurance.findings import (
+from devtools.assurance import gitrepo, oldtree, outcome_plugin
+from devtools.assurance.findings import (
     Finding,
     before_commit,
     commit_problems,
     load,
     named_test_problems,
 )
-from sandbox_agent.assurance.guarantees import collect
-from sandbox_agent.assurance.regression_run import NOT_COLLECTED, PLUGIN_MODULE, CaseRun, run_tests
+from devtools.assurance.guarantees import collect
+from devtools.assurance.regression_models import Evidence, FindingEvidence
+from devtools.assurance.regression_run import NOT_COLLECTED, PLUGIN_MODULE, CaseRun, run_tests
 from sandbox_agent.errors import SetupError, UsageError
 from sandbox_agent.settings import PROJECT_ROOT, state_home
 
 CURRENT = "current"
-
-
-class FindingEvidence(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    finding: Finding
-    before_commit: str | None
-    before: list[CaseRun]
-    after: list[CaseRun]
-    caveats: list[str]
-    verdict: str
-    ok: bool
-
-
-class Evidence(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    generated: str
-    commit: str
-    duration_s: float
-    runtimes: list[str]
-    rows: list[FindingEvidence]
 
 
 def judge(finding: Finding, before: list[CaseRun], after: list[CaseRun]) -> tuple[str, bool]:
@@ -255,9 +232,9 @@ def gather(entries: Sequence[Finding]) -> Evidence:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Gather the evidence, write the page and the README's line; 0 only when it all holds."""
-    from sandbox_agent.assurance import regression_render
+    from devtools.assurance import regression_render
 
-    parser = argparse.ArgumentParser(prog="python -m sandbox_agent.assurance.regression")
+    parser = argparse.ArgumentParser(prog="python -m devtools.assurance.regression")
     parser.add_argument("--only", default="", help='finding ids, comma-separated: "SR-1,SR-7 F2"')
     args = parser.parse_args(argv)
     try:
