@@ -15,14 +15,9 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
-import pytest
-
 from sandbox_agent.settings import PROJECT_ROOT
 
 SRC = PROJECT_ROOT / "src"
-RESTRUCTURING = pytest.mark.xfail(
-    strict=True, reason="issue 31, under way: the moves that make the house rules hold"
-)
 MAX_MODULE_LINES = 400
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("sandbox_supervisor",),
@@ -114,7 +109,6 @@ def test_every_module_has_a_layer() -> None:
     assert missing == [], "add these to LAYERS (and docs/ARCHITECTURE.md)"
 
 
-@RESTRUCTURING
 def test_no_module_imports_from_a_layer_above_its_own() -> None:
     modules = _modules()
     upward = sorted(
@@ -126,7 +120,6 @@ def test_no_module_imports_from_a_layer_above_its_own() -> None:
     assert upward == []
 
 
-@RESTRUCTURING
 def test_no_import_circle() -> None:
     edges = _imports(_modules())
     index: dict[str, int] = {}

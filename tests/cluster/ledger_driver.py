@@ -21,8 +21,9 @@ def spend_until_refused(location: str, label: str, budget_usd: float, start_at: 
     import ray
 
     from sandbox_agent.errors import BudgetExhausted
+    from sandbox_agent.ledger.opening import open_ledger
     from sandbox_agent.ledger.prices import Price
-    from sandbox_agent.ledger.store import SpendLimits, open_ledger
+    from sandbox_agent.ledger.store import SpendLimits
     from sandbox_agent.providers.meter import Meter, TokenCounts
 
     limits = SpendLimits(

@@ -190,7 +190,8 @@ def test_the_providers_reach_the_cluster_ledger_through_their_ledger_path(
     tmp_path: Path,
 ) -> None:
     from sandbox_agent.ledger.actor import ClusterLedger
-    from sandbox_agent.ledger.store import Ledger, open_ledger
+    from sandbox_agent.ledger.opening import open_ledger
+    from sandbox_agent.ledger.store import Ledger
 
     found = open_ledger("ray-actor:sandbox-agent/ledger-abc")
     assert isinstance(found, ClusterLedger)

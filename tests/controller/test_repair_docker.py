@@ -28,9 +28,7 @@ CANDIDATES = [
 
 
 @pytest.mark.parametrize("runtime", ["runc", "runsc"])
-def test_scripted_candidates_are_tested_in_verified_sandboxes(
-    tmp_path: Path, runtime: str
-) -> None:
+def test_scripted_candidates_are_tested_in_verified_sandboxes(tmp_path: Path, runtime: str) -> None:
     from sandbox_agent.evidence import verify_run
 
     repo = tmp_path / "repo"
@@ -60,5 +58,6 @@ def test_scripted_candidates_are_tested_in_verified_sandboxes(
     runs = [c for c in result.tool_calls if c.tool == "run_tests"]
     assert [r.result["attested"] for r in runs] == [True, True, True]
     assert {r.result["runtime"] for r in runs} == {runtime}
-    assert result.final_tests is not None and result.final_tests.passed
+    assert result.final_tests is not None
+    assert result.final_tests.passed
     assert verify_run(Path(result.trace_path).parent).ok

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sandbox_agent.controller.loop import LoopState, LoopStop
+from sandbox_agent.controller.loop_common import LoopState, LoopStop
 from sandbox_agent.controller.models import (
     MAX_OUTPUT_TAIL_CHARS,
     CandidateRecord,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sandbox_agent import prompts
 from sandbox_agent.controller import records
-from sandbox_agent.controller.loop import LoopStop
+from sandbox_agent.controller.loop_common import LoopStop
 from sandbox_agent.controller.steps import Steps
 from sandbox_agent.providers.base import ModelRequest, Sampling
 from sandbox_agent.tools.contracts import MAX_SUMMARY_CHARS, FinishArgs, ReadFileArgs

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sandbox_agent import prompts
-from sandbox_agent.controller.loop import LoopState, LoopStop
+from sandbox_agent.controller.loop_common import LoopState, LoopStop
 from sandbox_agent.controller.models import CandidateOutcome, CandidateRecord, RunConfig
 from sandbox_agent.controller.repair_answer import answer
 from sandbox_agent.controller.repair_context import (

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sandbox_agent.controller.loop import LoopState, LoopStop
+from sandbox_agent.controller.loop_common import LoopState, LoopStop
 from sandbox_agent.controller.models import (
     RunConfig,
     RunResult,

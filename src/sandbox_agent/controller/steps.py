@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 
 from sandbox_agent.controller import records
-from sandbox_agent.controller.loop import (
+from sandbox_agent.controller.loop_common import (
     MAX_REPLY_CHARS_IN_TRACE,
     LoopState,
     LoopStop,

@@ -18,8 +18,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-# evals/ still imports canonical_json from here; the alias keeps it exported until then.
-from sandbox_agent.canonical import canonical_json as canonical_json  # noqa: PLC0414
+from sandbox_agent.canonical import canonical_json
 from sandbox_agent.errors import EvidenceError
 from sandbox_agent.evidence.keys import fingerprint, load_or_create_signing_key, public_key_bytes
 

@@ -7,6 +7,7 @@ Public entry points::
 
 from __future__ import annotations
 
+from sandbox_agent.ledger.opening import open_ledger
 from sandbox_agent.ledger.prices import PRICES, PRICES_AS_OF, Price, cost_micros, price_for
 from sandbox_agent.ledger.store import (
     ExperimentSpend,
@@ -15,7 +16,6 @@ from sandbox_agent.ledger.store import (
     SpendLedger,
     SpendLimits,
     default_ledger_path,
-    open_ledger,
 )
 
 __all__ = [

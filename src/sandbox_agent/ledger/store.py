@@ -159,20 +159,6 @@ class SpendLedger(ABC):
         """Replace a reservation by what the request really cost."""
 
 
-def open_ledger(location: str | None) -> SpendLedger:
-    """The ledger a run's ``ledger_path`` names: a file (the default one when None), or
-    ``ray-actor:<name>``, the cluster's ledger on its head (``ledger.actor``).
-
-    Raises:
-        UsageError: the file cannot be opened or is not a ledger.
-    """
-    if location is not None and location.startswith(CLUSTER_LEDGER_PREFIX):
-        from sandbox_agent.ledger.actor import ClusterLedger
-
-        return ClusterLedger(location.removeprefix(CLUSTER_LEDGER_PREFIX))
-    return Ledger(Path(location) if location else None)
-
-
 class Ledger(SpendLedger):
     """A spend ledger file. Each operation opens its own connection, so one ``Ledger``
     may be shared by threads, and many processes may open the same file."""

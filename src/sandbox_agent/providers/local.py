@@ -19,8 +19,8 @@ import openai
 from typing_extensions import override
 
 from sandbox_agent.errors import InfrastructureError, ModelServerGone
+from sandbox_agent.ledger.opening import open_ledger
 from sandbox_agent.ledger.prices import Price
-from sandbox_agent.ledger.store import open_ledger
 from sandbox_agent.localmodel import pins, process, server
 from sandbox_agent.providers.base import DEFAULT_MAX_OUTPUT_TOKENS as DEFAULT_REPLY_CAP
 from sandbox_agent.providers.base import ModelReply, ModelRequest, Provider, ProviderOptions
@@ -32,9 +32,10 @@ from sandbox_agent.providers.openai_compat import OpenAICompatProvider, default_
 DEFAULT_PROTOCOL: ToolProtocol = "json_schema"
 """Measured best with the local model (docs/MODELS.md, "Which protocol")."""
 DEFAULT_SEED = 1234
-DEFAULT_MAX_OUTPUT_TOKENS = 512
-"""A tool call is a few dozen tokens, a patch a few hundred; at ~14 tokens/s a longer
-reply is mostly a model that lost its way."""
+DEFAULT_MAX_OUTPUT_TOKENS = 1024
+"""A tool call is a few dozen tokens; an ``apply_patch`` that rewrites a 20-line
+function, JSON-escaped, 400-700 (512 cut such replies off); the repair candidates and
+the one-shot get 1024 too."""
 REQUEST_TIMEOUT_SECONDS = 300.0
 """One request: a first turn of a long prompt on 2 cores takes tens of seconds."""
 

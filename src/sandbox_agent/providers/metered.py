@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
+from sandbox_agent.ledger.opening import open_ledger
 from sandbox_agent.ledger.prices import price_for
-from sandbox_agent.ledger.store import open_ledger
 from sandbox_agent.providers.base import (
     CUT_OFF_NOTE,
     Cancellation,
