@@ -183,3 +183,12 @@ def _wait_for(condition: Any, seconds: float = 30) -> None:
             return
         done.wait(0.01)
     raise AssertionError("the condition never held")
+
+
+def test_a_held_finish_says_the_tests_still_fail() -> None:
+    from sandbox_agent.trace.progress import ProgressLines
+
+    lines = ProgressLines().lines(
+        {"event": "tool_call", "tool": "finish", "ok": True, "held": True, "arguments": {}}
+    )
+    assert any("held: the tests still fail" in line for line in lines)

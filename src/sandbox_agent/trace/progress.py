@@ -142,6 +142,8 @@ class ProgressLines:
         what = gist(tool, event.get("arguments"))
         if event.get("denial"):
             outcome = f"refused ({safe(event.get('denial'), 40)})"
+        elif tool == "finish" and event.get("held"):
+            outcome = "held: the tests still fail"
         elif tool == "finish":
             outcome = "finished"
         else:
@@ -153,7 +155,8 @@ class ProgressLines:
             return [f"  {call}: {outcome} (tool {seconds:.1f} s)"]
         line = f"turn {self._turns}: {call} -> {outcome} {self._timing(event.get('duration_ms'))}"
         self._turn = None
-        self._waiting = "final test run" if tool == "finish" else self._next_model_turn()
+        ended = tool == "finish" and not event.get("held")
+        self._waiting = "final test run" if ended else self._next_model_turn()
         return [line]
 
     def _on_invalid_output(self, event: dict[str, Any]) -> list[str]:
