@@ -55,7 +55,7 @@ def _thinking(cases: list[Any], scratch: Path) -> list[Any]:
 def _local(cases: list[Any], options: Any) -> tuple[float, int, float]:
     from sandbox_agent.controller import run_task
     from sandbox_agent.evals.running.executor import run_all
-    from sandbox_agent.sandbox.docker_backend import DockerBackend
+    from sandbox_agent.sandbox.docker.docker_backend import DockerBackend
 
     began = time.monotonic()
     records = run_all(

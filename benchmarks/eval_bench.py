@@ -23,7 +23,7 @@ def _run(limit: int, *, jobs: int, fix: bool) -> tuple[int, int, float]:
     from sandbox_agent.evals.running.options import EvalOptions
     from sandbox_agent.evals.running.progress import ProgressBar
     from sandbox_agent.evals.tasks import humanevalfix
-    from sandbox_agent.sandbox.docker_backend import DockerBackend
+    from sandbox_agent.sandbox.docker.docker_backend import DockerBackend
 
     rows = humanevalfix.load_rows(humanevalfix.dataset_path())[:limit]
     with tempfile.TemporaryDirectory(prefix="eval-bench-") as scratch:

@@ -44,7 +44,7 @@ def main(argv: list[str]) -> int:
     from sandbox_agent.evals.tasks import humanevalfix
     from sandbox_agent.evals.tasks.suites import SuiteOptions, build_cases
     from sandbox_agent.localmodel import server
-    from sandbox_agent.sandbox.docker_backend import DockerBackend
+    from sandbox_agent.sandbox.docker.docker_backend import DockerBackend
 
     record = server.ensure_running()
     rows = {humanevalfix.task_id(r): r for r in humanevalfix.load_rows(humanevalfix.dataset_path())}

@@ -135,7 +135,7 @@ def _oneshot(rows: list[humanevalfix.Row], chosen: list[str], path: Path) -> Non
     """The one-shot baseline on ``chosen``, one row at a time, each record appended to
     ``path`` as it comes; rows already there are skipped."""
     from sandbox_agent.evals.running.oneshot import run_one
-    from sandbox_agent.sandbox.docker_backend import DockerBackend
+    from sandbox_agent.sandbox.docker.docker_backend import DockerBackend
 
     done = oneshot_done(path)
     todo = [task_id for task_id in chosen if task_id not in done]
@@ -159,7 +159,7 @@ def _oneshot(rows: list[humanevalfix.Row], chosen: list[str], path: Path) -> Non
 def _bestof(rows: list[humanevalfix.Row], chosen: list[str], path: Path, options: Any) -> None:
     """One-shot best-of-N on ``chosen`` (``evals.running.bestof``), appended as each row ends."""
     from sandbox_agent.evals.running.bestof import run_best_of
-    from sandbox_agent.sandbox.docker_backend import DockerBackend
+    from sandbox_agent.sandbox.docker.docker_backend import DockerBackend
 
     done = {record.task_id for record in load_bestof(path)}
     todo = [task_id for task_id in chosen if task_id not in done]

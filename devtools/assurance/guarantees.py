@@ -2,7 +2,7 @@
 
 A guarantee is a ``## G<n>. <title>`` heading followed by a claim and two bullet lines::
 
-    - Enforced by: `sandbox_agent.sandbox.spec.verify`, `sandbox_agent.sandbox.spec.build_spec`
+    - Enforced by: `sandbox_agent.sandbox.docker.spec.verify`
     - Tests: `tests/sandbox/test_sandbox_spec.py::test_every_field_is_compared`
 
 A row resolves when every named function imports (``module.attribute[.attribute]``) and

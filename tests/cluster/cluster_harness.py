@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox_agent.cluster import local
-from sandbox_agent.sandbox.owner import LABEL_SANDBOX
+from sandbox_agent.sandbox.docker.owner import LABEL_SANDBOX
 
 CLI_TIMEOUT_S = 600.0
 

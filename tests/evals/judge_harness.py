@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from sandbox_agent.sandbox.base import DEFAULT_JUDGE_CALL_TIMEOUT_S, JudgeRequest
-from sandbox_agent.sandbox.spec import judge_input
+from sandbox_agent.sandbox.docker.spec import judge_input
 from sandbox_supervisor import protocol
 from sandbox_supervisor.__main__ import supervise
 from sandbox_supervisor.attest import Check

@@ -15,7 +15,7 @@ from sandbox_agent.evals.running.executor import run_all
 from sandbox_agent.evals.running.options import EvalOptions
 from sandbox_agent.evals.tasks import humanevalfix
 from sandbox_agent.evals.tasks.suites import SuiteOptions, build_cases
-from sandbox_agent.sandbox.docker_backend import DockerBackend
+from sandbox_agent.sandbox.docker.docker_backend import DockerBackend
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -16,7 +16,7 @@ from sandbox_agent.evals.results.report import make_report
 from sandbox_agent.evals.running import oneshot
 from sandbox_agent.evals.running.oneshot import Completion
 from sandbox_agent.evals.tasks import humanevalfix
-from sandbox_agent.sandbox.docker_backend import DockerBackend
+from sandbox_agent.sandbox.docker.docker_backend import DockerBackend
 
 IDS = [f"humanevalfix-python-{n}" for n in range(164)]
 

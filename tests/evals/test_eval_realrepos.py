@@ -146,7 +146,7 @@ def test_reference_plans_pass_and_control_plans_fail_on_real_projects(
     from sandbox_agent.evals.realrepos.suite import build_cases
     from sandbox_agent.evals.running.executor import run_all
     from sandbox_agent.evals.running.options import EvalOptions
-    from sandbox_agent.sandbox.docker_backend import DockerBackend
+    from sandbox_agent.sandbox.docker.docker_backend import DockerBackend
 
     ids = ["realrepos-jsonpatch-001", "realrepos-six-001"]
     try:

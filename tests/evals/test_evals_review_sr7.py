@@ -22,7 +22,7 @@ from sandbox_agent.evals.running.options import EvalOptions
 from sandbox_agent.evals.tasks import humanevalfix
 from sandbox_agent.evals.tasks.cases import EvalCase
 from sandbox_agent.evals.tasks.suites import SuiteOptions, build_cases
-from sandbox_agent.sandbox.docker_backend import DockerBackend
+from sandbox_agent.sandbox.docker.docker_backend import DockerBackend
 
 HEADINGS = [
     "# Eval report: sr7",

@@ -26,7 +26,7 @@ from sandbox_agent.evals.running.heldout import copy_regular_tree, verdict
 from sandbox_agent.evals.running.options import EvalOptions
 from sandbox_agent.evals.tasks.suites import SuiteOptions, build_cases
 from sandbox_agent.sandbox.base import JUDGE_ARGV, JudgeRequest, SandboxLimits, SandboxRequest
-from sandbox_agent.sandbox.docker_backend import DockerBackend
+from sandbox_agent.sandbox.docker.docker_backend import DockerBackend
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -15,7 +15,7 @@ import pytest
 from judge_harness import judge_on_host, passed
 
 from sandbox_agent.sandbox.base import DEFAULT_JUDGE_CALL_TIMEOUT_S, JudgeRequest
-from sandbox_agent.sandbox.spec import judge_input
+from sandbox_agent.sandbox.docker.spec import judge_input
 from sandbox_supervisor import judge, remote
 
 SLOW_IMPORT = "import time\ntime.sleep(1.5)\n\ndef answer():\n    return 42\n"

@@ -13,7 +13,7 @@ import pytest
 from service_harness import LiveServer, wait_finished
 
 from sandbox_agent.controller import run_task
-from sandbox_agent.sandbox.owner import LABEL_OWNER, owner_value
+from sandbox_agent.sandbox.docker.owner import LABEL_OWNER, owner_value
 from sandbox_agent.service.settings import ServiceSettings
 from sandbox_agent.settings import PROJECT_ROOT
 from sandbox_agent.tools.toolbox import RUN_LABEL

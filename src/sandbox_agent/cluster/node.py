@@ -54,7 +54,7 @@ class NodePreflight(BaseModel):
 
 def check_runtimes(runtimes: Sequence[Runtime]) -> list[NodePreflight]:
     """Run ``sandbox-agent preflight`` for each runtime, here; never raises for a failure."""
-    from sandbox_agent.sandbox.preflight import run_preflight
+    from sandbox_agent.sandbox.docker.preflight import run_preflight
 
     found = []
     for runtime in runtimes:

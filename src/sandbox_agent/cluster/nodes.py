@@ -155,7 +155,7 @@ def describe() -> dict[str, Any]:
 
 def _reap_here() -> list[str]:
     try:
-        from sandbox_agent.sandbox.reaper import reap_all
+        from sandbox_agent.workspace.reap import reap_all
 
         removed, _failures = reap_all()
     except Exception:  # a node without Docker has nothing to reap; its preflight says why

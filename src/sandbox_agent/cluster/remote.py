@@ -71,7 +71,7 @@ def started() -> Started:
     """This node's ``Started``: the first message of a run task."""
     import ray
 
-    from sandbox_agent.sandbox.owner import owner_value
+    from sandbox_agent.sandbox.docker.owner import owner_value
 
     context = ray.get_runtime_context()
     return Started(

@@ -19,7 +19,7 @@ ReapFunction = Callable[[], list[str]]
 def default_preflight(runtime: Runtime) -> PreflightStatus:
     """``sandbox-agent preflight``'s checks for ``runtime``, summarised."""
     try:
-        from sandbox_agent.sandbox.preflight import run_preflight
+        from sandbox_agent.sandbox.docker.preflight import run_preflight
 
         report = run_preflight(runtime)
     except Exception as error:  # a check that cannot run is a finding, not a server error
@@ -37,7 +37,7 @@ def default_reap() -> list[str]:
     Raises:
         DockerUnavailable: the daemon does not answer.
     """
-    from sandbox_agent.sandbox.reaper import reap_all
+    from sandbox_agent.workspace.reap import reap_all
 
     removed, failures = reap_all()
     for failure in failures:

@@ -191,13 +191,13 @@ def _crashed(
 def _docker_api() -> Any:
     import docker
 
-    from sandbox_agent.sandbox.docker_backend import DOCKER_API_VERSION
+    from sandbox_agent.sandbox.docker.docker_backend import DOCKER_API_VERSION
 
     return docker.from_env(version=DOCKER_API_VERSION).api
 
 
 def _docker_backend() -> SandboxBackend:
-    from sandbox_agent.sandbox.docker_backend import DockerBackend
+    from sandbox_agent.sandbox.docker.docker_backend import DockerBackend
 
     return DockerBackend()
 

@@ -331,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--projects", default=None, help="comma-separated names (default all)")
     parser.add_argument("--out", type=Path, default=TASK_FILE)
     args = parser.parse_args(argv)
-    from sandbox_agent.sandbox.docker_backend import DockerBackend
+    from sandbox_agent.sandbox.docker.docker_backend import DockerBackend
 
     backend = DockerBackend()
     try:

@@ -94,7 +94,7 @@ def run_eval_case(bundle: CaseBundle, repeat: int, options: EvalOptions) -> Iter
     from sandbox_agent.controller import run_task
     from sandbox_agent.evals.results.records import RunRecord
     from sandbox_agent.evals.running.one_run import run_case
-    from sandbox_agent.sandbox.docker_backend import DockerBackend
+    from sandbox_agent.sandbox.docker.docker_backend import DockerBackend
 
     yield started()
     with tempfile.TemporaryDirectory(prefix="sandbox-agent-node-") as scratch:
