@@ -68,6 +68,7 @@ Files in the repository:
 
 ANSWER_TESTS_PASS = "The repository's visible tests pass as it stands ({tests_run} ran)."  # noqa: S105
 ANSWER_NO_EDITS = "This task allows reading only: no file may be changed."
+ANSWER_NO_TESTS = "No test ran in this repository, so no change could be checked: none is made."
 
 
 # ---------------------------------------------------------------------- the tools strategy

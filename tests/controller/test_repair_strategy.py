@@ -244,3 +244,28 @@ def test_the_result_names_its_run_folder(tmp_path: Path) -> None:
     result, _ = run(tmp_path, [FIXED], [FAILING, PASSING])
     assert Path(result.run_dir) == Path(result.trace_path).parent
     assert (Path(result.run_dir) / "result.json").is_file()
+
+
+NO_TEST = completed(exit_code=5, tests_run=0)
+
+
+def test_visible_tests_that_ran_none_stop_before_the_first_model_call(tmp_path: Path) -> None:
+    # A folder of pytest-style functions under unittest runs nothing: before, the strategy
+    # localised from the test's imports and spent the whole wall clock on candidates that
+    # could never be checked (found as a new user: 300 s, 8 replies, TIMEOUT).
+    result, backend = run(tmp_path, [FIXED, FIXED, FIXED], [NO_TEST, NO_TEST])
+    assert result.status == "FAILED"
+    assert result.budget_used.iterations == 0
+    assert result.candidates == []
+    assert result.diff == ""
+    assert "no test ran" in result.reason
+    assert "--runner pytest" in result.reason
+
+
+def test_a_repository_allowed_no_tests_gets_an_answer_and_no_change(tmp_path: Path) -> None:
+    result, _backend = run(
+        tmp_path, ["It adds two numbers."], [NO_TEST, NO_TEST], allow_no_tests=True
+    )
+    assert result.diff == ""
+    assert result.candidates == []
+    assert result.model_summary == "It adds two numbers."

@@ -173,3 +173,14 @@ def test_an_edit_undone_to_the_same_bytes_may_reuse(toolbox: ToolBox, backend: F
     undo = {"path": EDIT["path"], "old": EDIT["new"], "new": EDIT["old"]}
     assert call(toolbox, "apply_patch", edits=[undo]).ok
     assert toolbox.run_final_tests().reused is True
+
+
+def test_unittest_that_ran_nothing_says_how_pytest_tests_would_run(
+    toolbox: ToolBox, backend: FakeBackend
+) -> None:
+    # A new user's folder of plain `def test_...` functions has no pytest configuration,
+    # so unittest runs it and finds nothing: the reason names the way out.
+    backend.add(completed(exit_code=5, tests_run=0))
+    reason = call(toolbox, "run_tests").result["reason"]
+    assert reason.startswith("no test ran")
+    assert "--runner pytest" in reason

@@ -42,7 +42,7 @@ from sandbox_agent.tools.contracts import (
     RunTestsArgs,
     ToolOutcome,
 )
-from sandbox_agent.tools.testrun import TestRun
+from sandbox_agent.tools.testrun import NO_TEST_RAN, TestRun
 from sandbox_agent.tools.toolbox import ToolBox
 from sandbox_agent.trace import TraceWriter
 
@@ -137,6 +137,12 @@ class _Repair:
         if baseline.passed:
             passing = prompts.ANSWER_TESTS_PASS.format(tests_run=baseline.tests_run)
             return answer(self.steps, passing, self.options.seed)
+        if baseline.status == "completed" and baseline.reason.startswith(NO_TEST_RAN):
+            # nothing a candidate could be checked against: no model call is worth its cost,
+            # unless the task allows a repository without tests (then it is read-only)
+            if self.config.allow_no_tests:
+                return answer(self.steps, prompts.ANSWER_NO_TESTS, self.options.seed)
+            return LoopStop("finished", f"the visible tests: {baseline.reason}")
         if baseline.status not in ("completed", "timeout"):
             why = f"the visible tests did not run to an end ({baseline.reason})"
             return LoopStop("finished", why)

@@ -53,11 +53,20 @@ class FinalTestEvidence(NamedTuple):
     passed: bool
     baseline_failure: str | None = None
     """Why a run that otherwise passed left out tests the original collected (SR-8 C8-1)."""
+    verdict: str = ""
+    """The run's own verdict in one line (``1 failed, 0 errors of 3 tests``, ``no test
+    ran (...)``), told after "the final tests fail"."""
 
     @classmethod
     def of(cls, run: TestRun) -> FinalTestEvidence:
         """What the status rules read of the final ``TestRun``."""
-        return cls(run.sandbox.status, bool(run.attested), bool(run.passed), run.baseline_failure)
+        return cls(
+            run.sandbox.status,
+            bool(run.attested),
+            bool(run.passed),
+            run.baseline_failure,
+            run.reason,
+        )
 
 
 class Evidence(NamedTuple):
@@ -103,7 +112,8 @@ def compute_status(evidence: Evidence) -> StatusDecision:
     if not tests.passed and tests.baseline_failure is not None:
         return StatusDecision("FAILED", f"the final run left out tests: {tests.baseline_failure}")
     if not tests.passed:
-        return StatusDecision("FAILED", "the final tests fail")
+        why = f": {tests.verdict}" if tests.verdict else ""
+        return StatusDecision("FAILED", f"the final tests fail{why}")
     return StatusDecision(
         "SUCCEEDED", "the final tests pass in a verified sandbox; original intact"
     )

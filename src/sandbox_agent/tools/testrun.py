@@ -61,6 +61,15 @@ class TestVerdict:
     errors: int
 
 
+NO_TEST_RAN = "no test ran"
+UNITTEST_FOUND_NONE = (
+    " (unittest discovery loads TestCase classes from test*.py modules of packages under"
+    " the root; for pytest-style tests pass --runner pytest or add a conftest.py)"
+)
+"""Said when unittest, the runner of a repository that does not configure pytest, ran
+nothing: a folder of plain ``def test_...`` functions is the usual cause."""
+
+
 def judge(result: SandboxResult, runner: str) -> TestVerdict:
     """Pass or fail from the evidence of one sandbox run (see the module docstring)."""
     report = result.runner_report
@@ -80,7 +89,7 @@ def judge(result: SandboxResult, runner: str) -> TestVerdict:
     if report.runner != runner:
         return fail(f"the report is from runner '{report.runner}', not '{runner}'")
     if tests_run - report.skipped < 1:
-        return fail("no test ran")
+        return fail(NO_TEST_RAN + (UNITTEST_FOUND_NONE if runner == "unittest" else ""))
     clean = failures == 0 and errors == 0
     if clean and result.exit_code != 0:
         return fail(f"exit code {result.exit_code} with a clean report: inconsistent, not a pass")
