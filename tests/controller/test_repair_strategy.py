@@ -253,7 +253,7 @@ def test_visible_tests_that_ran_none_stop_before_the_first_model_call(tmp_path: 
     # A folder of pytest-style functions under unittest runs nothing: before, the strategy
     # localised from the test's imports and spent the whole wall clock on candidates that
     # could never be checked (found as a new user: 300 s, 8 replies, TIMEOUT).
-    result, backend = run(tmp_path, [FIXED, FIXED, FIXED], [NO_TEST, NO_TEST])
+    result, _backend = run(tmp_path, [FIXED, FIXED, FIXED], [NO_TEST, NO_TEST])
     assert result.status == "FAILED"
     assert result.budget_used.iterations == 0
     assert result.candidates == []
