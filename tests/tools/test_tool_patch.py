@@ -42,6 +42,35 @@ def test_replace_once_and_create(toolbox: ToolBox, workspace: Workspace) -> None
     ]
 
 
+@pytest.mark.parametrize(
+    ("edits", "said"),
+    [
+        ([edit("paginator/core.py", "return 1", "return 2")], "applied 1 edit to 1 file"),
+        (
+            [
+                edit("paginator/core.py", "return 1", "return 2"),
+                edit("paginator/core.py", "return 2", "return 3"),
+            ],
+            "applied 2 edits to 1 file",
+        ),
+        (
+            [
+                edit("paginator/core.py", "return 1", "return 2"),
+                edit("paginator/extra.py", "", "X = 1\n"),
+            ],
+            "applied 2 edits to 2 files",
+        ),
+    ],
+)
+def test_the_outcome_counts_in_plain_words(
+    toolbox: ToolBox, edits: list[dict[str, str]], said: str
+) -> None:
+    # It said "applied 1 edits to 1 files" (issue 30), in run's table and to the model.
+    outcome = call(toolbox, "apply_patch", edits=edits)
+    assert outcome.ok, outcome.message
+    assert outcome.message == said
+
+
 def test_edits_to_one_file_apply_in_order(toolbox: ToolBox, workspace: Workspace) -> None:
     outcome = call(
         toolbox,

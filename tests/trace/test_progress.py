@@ -43,7 +43,7 @@ def test_one_line_per_turn_with_tool_gist_outcome_seconds_and_tokens() -> None:
         turn(1),
         call("read_file", {"path": "paginator/core.py"}, "read 40 lines"),
         turn(2),
-        call("apply_patch", patch, "applied 1 edits to 1 files"),
+        call("apply_patch", patch, "applied 1 edit to 1 file"),
         turn(3),
         call("run_tests", {"selector": None}, "3 run, 0 failed (completed, attested=True)"),
         turn(4),
@@ -63,7 +63,7 @@ def test_one_line_per_turn_with_tool_gist_outcome_seconds_and_tokens() -> None:
         "run r1: fixture paginator, provider openai, unittest on runc; at most 20 turns, 300 s",
         "turn 1: read_file paginator/core.py -> read 40 lines "
         "(model 2.1 s, tool 0.3 s, 852 tokens)",
-        "turn 2: apply_patch paginator/core.py (1 edit) -> applied 1 edits to 1 files "
+        "turn 2: apply_patch paginator/core.py (1 edit) -> applied 1 edit to 1 file "
         "(model 2.1 s, tool 0.3 s, 852 tokens)",
         "turn 3: run_tests all tests -> 3 run, 0 failed (completed, attested=True) "
         "(model 2.1 s, tool 0.3 s, 852 tokens)",

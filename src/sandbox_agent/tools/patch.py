@@ -91,5 +91,10 @@ def apply_patch(fs: SafeFS, policy: Policy, args: ApplyPatchArgs, limits: ToolLi
     fs.commit(writes)
     files = [write.path for write in writes]
     created = [write.path for write in writes if write.old is None]
-    message = f"applied {len(args.edits)} edits to {len(files)} files"
+    message = f"applied {_count(len(args.edits), 'edit')} to {_count(len(files), 'file')}"
     return message, {"files": files, "created": created, "edits": len(args.edits)}
+
+
+def _count(number: int, noun: str) -> str:
+    """``1 edit``, ``2 edits``: what run's table and the model read."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
