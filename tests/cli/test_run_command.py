@@ -44,6 +44,18 @@ def test_usage_errors_are_one_line(
     assert fragment in one_line_error(capsys, argv)
 
 
+@pytest.mark.parametrize("task", ["   ", "", "\n\t "])
+def test_a_blank_task_is_refused_before_anything_runs(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, task: str
+) -> None:
+    # A blank --task ran the whole task-less loop (issue 30); "" said "bad value for task".
+    argv = ["run", "--fixture", "paginator", "--task", task, "--trace-dir", str(tmp_path)]
+    error = one_line_error(capsys, argv)
+    assert error.startswith("sandbox-agent run: --task is blank")
+    assert "--task" in error.split(":", 2)[2]
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_bad_plan_file_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     plan = tmp_path / "plan.json"
     plan.write_text('{"steps": [{"tool": "finish"}, 3]}')

@@ -45,6 +45,11 @@ DIFF_FLAGS: tuple[tuple[str, str, type, str], ...] = (
     ),
 )
 
+BLANK_TASK = (
+    '--task is blank: say in plain words what to do, e.g. --task "Page numbers start at 1; '
+    'fix the paginator"'
+)
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of ``run`` (DESIGN.md section 6)."""
@@ -111,7 +116,8 @@ def build_config(args: argparse.Namespace) -> RunConfig:
     """The ``RunConfig`` for these flags.
 
     Raises:
-        UsageError: a flag value the contracts refuse (one line naming it).
+        UsageError: a blank ``--task``, or a flag value the contracts refuse (one line
+            naming it).
     """
     from pydantic import ValidationError
 
@@ -123,6 +129,8 @@ def build_config(args: argparse.Namespace) -> RunConfig:
     from sandbox_agent.sandbox.limits_cli import limits_from_args
     from sandbox_agent.workspace.diff import DiffLimits
 
+    if not args.task.strip():
+        raise UsageError(BLANK_TASK)
     given = {dest: getattr(args, dest) for _, dest, _, _ in BUDGET_FLAGS}
     diff_given = {dest: getattr(args, f"diff_{dest}", None) for _, dest, _, _ in DIFF_FLAGS}
     try:
