@@ -303,3 +303,20 @@ def test_eval_through_ray_client_gives_the_same_verdicts(
     refused = cli("serve", "--ray", cluster.client_address, "--port", "0", env=home)
     assert refused.returncode == 2
     assert "Ray Client" in refused.stderr
+
+
+def test_the_repair_strategy_reaches_the_nodes(cluster: local.LocalCluster, tmp_path: Path) -> None:
+    # --strategy travels with each run's options: a node runs the strategy asked for, and
+    # its verdicts are the local eval's (issue 29: both strategies through --ray).
+    tasks = "paginator-fix,hostile-injection"
+    remote = _eval(cluster, tmp_path / "ray", "--strategy", "repair", "--tasks", tasks)
+    done = cli(
+        "eval", "--strategy", "repair", "--jobs", "2", "--tasks", tasks,
+        "--results-dir", str(tmp_path / "local"),
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    here = report(tmp_path / "local")
+    assert [run["strategy"] for run in remote["runs"]] == ["repair", "repair"]
+    for run, twin in zip(remote["runs"], here["runs"], strict=True):
+        assert {key: run[key] for key in COMPARED} == {key: twin[key] for key in COMPARED}
+        assert run["strategy"] == twin["strategy"] == "repair"
