@@ -170,3 +170,48 @@ def test_the_real_model_flags_show_the_meters_defaults() -> None:
     for action in parser._actions:
         if action.option_strings and action.dest != "help":
             assert "default" in (action.help or "") or "required" in (action.help or ""), action
+
+
+def _every_parser() -> dict[str, argparse.ArgumentParser]:
+    """Every command's parser and every sub-action's (``cluster up``, ...), none left out."""
+    found: dict[str, argparse.ArgumentParser] = {}
+    waiting = [("sandbox-agent", build_parser())]
+    while waiting:
+        prog, parser = waiting.pop()
+        found[prog] = parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                waiting += [(f"{prog} {name}", sub) for name, sub in action.choices.items()]
+    return found
+
+
+def _help_problem(action: argparse.Action) -> str | None:
+    """What an argument's ``--help`` line lacks: any help, or the default it has."""
+    if action.help == argparse.SUPPRESS or isinstance(
+        action, argparse._HelpAction | argparse._SubParsersAction
+    ):
+        return None
+    text = action.help or ""
+    if not text.strip():
+        return "no help"
+    default = action.default
+    if default is None or default is False or default == argparse.SUPPRESS:
+        return None  # nothing given means nothing, or the help says what happens
+    if "(default" in text or "%(default)s" in text:
+        return None
+    return f"default {default!r} not shown"
+
+
+def test_every_argument_of_every_command_has_help_showing_its_default() -> None:
+    # Issue 30: run's --runtime and --runner had no help, eval's --provider and view's
+    # limits did not say their values were defaults, model's action had no help.
+    lacking = [
+        f"{prog} {(action.option_strings or [action.dest])[0]}: {problem}"
+        for prog, parser in _every_parser().items()
+        for action in parser._actions
+        if (problem := _help_problem(action)) is not None
+    ]
+    assert lacking == []
+    assert {"sandbox-agent run", "sandbox-agent eval", "sandbox-agent serve"} <= set(
+        _every_parser()
+    )

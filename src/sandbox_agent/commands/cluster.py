@@ -34,7 +34,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     sub.add_parser("down", help="stop the cluster 'up' started (make cluster-down)")
     status = sub.add_parser("status", help="every node of a cluster: slots, preflight")
-    status.add_argument("--ray", default="auto", metavar="ADDRESS", help="default: auto")
+    status.add_argument(
+        "--ray",
+        default="auto",
+        metavar="ADDRESS",
+        help="the cluster: auto ($RAY_ADDRESS, cluster up's, or this machine's), "
+        "ray://HOST:PORT or HOST:PORT (default auto)",
+    )
     status.add_argument(
         "--runtime",
         choices=("runc", "runsc"),

@@ -35,7 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from sandbox_agent.evals.running.options import DEFAULT_JOBS, DEFAULT_REPEATS
 
     parser.add_argument(
-        "--provider", default=DEFAULT_PROVIDER, help="provider name (scripted; local: --jobs 1)"
+        "--provider",
+        default=DEFAULT_PROVIDER,
+        help=f"provider name (default {DEFAULT_PROVIDER}; local: --jobs 1)",
     )
     parser.add_argument(
         "--repeats",

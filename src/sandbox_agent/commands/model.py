@@ -20,7 +20,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         DEFAULT_START_TIMEOUT_SECONDS,
     )
 
-    parser.add_argument("action", choices=("start", "stop", "status"))
+    parser.add_argument(
+        "action",
+        choices=("start", "stop", "status"),
+        help="start the local model server, stop it, or say whether it runs",
+    )
     parser.add_argument("--json", action="store_true", help="print the status as JSON")
     parser.add_argument(
         "--context-tokens",

@@ -64,8 +64,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="scripted|injection|mock-adversarial|anthropic|openai|local (default scripted)",
     )
     parser.add_argument("--plan", metavar="FILE", help="scripted: a plan file (DESIGN.md 6)")
-    parser.add_argument("--runtime", choices=("runc", "runsc"), default="runc")
-    parser.add_argument("--runner", choices=("auto", "unittest", "pytest"), default="auto")
+    parser.add_argument(
+        "--runtime",
+        choices=("runc", "runsc"),
+        default="runc",
+        help="container runtime of the sandboxes; runsc is gVisor (default runc)",
+    )
+    parser.add_argument(
+        "--runner",
+        choices=("auto", "unittest", "pytest"),
+        default="auto",
+        help="the test runner; auto: pytest when the repository configures it, else "
+        "unittest (default auto)",
+    )
     parser.add_argument(
         "--allow-no-tests",
         action="store_true",

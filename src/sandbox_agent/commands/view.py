@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ("--max-scan-entries", defaults.DEFAULT_MAX_SCAN_ENTRIES, "folder entries scanned"),
     ):
         limits.add_argument(
-            flag, type=int, default=default, metavar="N", help=f"{text} ({default})"
+            flag, type=int, default=default, metavar="N", help=f"{text} (default {default})"
         )
 
 
