@@ -192,6 +192,45 @@ def test_limits_have_flags(root: Path) -> None:
         assert home["complete"] is False
 
 
+def _started(time: str) -> dict[str, Any]:
+    return {**STARTED, "time": time}
+
+
+def test_runs_and_evaluations_are_listed_newest_first(root: Path) -> None:
+    # view listed oldest first and serve newest first (issue 30): both newest first now.
+    for name in ("20261201T090000Z-aaa", "20261203T090000Z-ccc", "20261202T090000Z-bbb"):
+        day = name[6:8]
+        write_run(root / name, [_started(f"2026-12-{day}T09:00:00.000Z")], None)
+    # More runs than --max-runs: the newest are shown (run and eval name their folders
+    # by their UTC start, so the scan takes the names from the last).
+    for client in client_for(root, max_runs=2):
+        home = client.get("/api/view").json()
+        assert home["complete"] is False
+        assert [run["key"] for run in home["runs"]] == [
+            "20261203T090000Z-ccc",
+            "20261202T090000Z-bbb",
+        ]
+    nested = root / "results" / "20261204T090000Z" / "traces" / "ddd"
+    write_run(nested, [_started("2026-12-04T09:00:00.000Z")], None)
+    write_run(root / "no-trace-start", ["not JSON"], None)
+    report = json.loads((Path(__file__).parent / "data" / "report.json").read_text())
+    for name, day in (("older", "01"), ("newer", "02")):
+        (root / "evals" / name).mkdir(parents=True)
+        (root / "evals" / name / "report.json").write_text(
+            json.dumps({**report, "started_at": f"2026-11-{day}T00:00:00+00:00"})
+        )
+    for client in client_for(root):
+        home = client.get("/api/view").json()
+        assert [run["key"] for run in home["runs"]] == [
+            "results/20261204T090000Z/traces/ddd",
+            "20261203T090000Z-ccc",
+            "20261202T090000Z-bbb",
+            "20261201T090000Z-aaa",
+            "no-trace-start",
+        ]
+        assert [item["key"] for item in home["evals"]] == ["evals/newer", "evals/older"]
+
+
 def test_the_guard(root: Path, client: TestClient) -> None:
     assert CONTENT_SECURITY_POLICY == SERVICE_CSP
     page = client.get("/")

@@ -6,7 +6,7 @@ read-only endpoints feed it:
 - ``GET /health``: ``{"status": "ok", "mode": "view"}`` (the page tells ``view`` from
   ``serve`` by it);
 - ``GET /api/view``: ``{"mode": "view", "root", "complete", "limits", "runs": [RunListing],
-  "evals": [EvalListing]}``;
+  "evals": [EvalListing]}``, each list newest first (as ``serve``'s ``GET /runs``);
 - ``GET /api/run?key=K``: ``RunPage``: result, trace events, diff, ``verify``'s verdict,
   problems, and the evaluation the run belongs to;
 - ``GET /api/eval?key=K``: ``EvalPage``: the report and, per run record, its folder's key.
@@ -16,9 +16,9 @@ An unknown or malformed key is a 404 with one line; nothing is ever written.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import FastAPI, HTTPException, Query
 from fastapi.responses import FileResponse
@@ -31,7 +31,9 @@ from sandbox_agent.viewer.guard import ViewerGuard
 from sandbox_agent.viewer.page import INDEX_FILE, STATIC_DIR
 from sandbox_agent.viewer.runs import (
     EVAL_TRACES,
+    EvalListing,
     EvalPage,
+    RunListing,
     RunPage,
     list_eval,
     list_run,
@@ -41,6 +43,13 @@ from sandbox_agent.viewer.runs import (
 from sandbox_agent.viewer.settings import ViewSettings
 
 Key = Annotated[str, Query(min_length=1, max_length=MAX_KEY_CHARS)]
+Listing = TypeVar("Listing", RunListing, EvalListing)
+
+
+def newest_first(items: list[Listing], started: Callable[[Listing], str | None]) -> list[Listing]:
+    """``items`` by start time, the newest first, as ``serve`` lists its runs; those with
+    no start time (no readable trace or report) last, in the scan's order."""
+    return sorted(items, key=lambda item: started(item) or "", reverse=True)
 
 
 def create_view_app(settings: ViewSettings) -> FastAPI:
@@ -97,6 +106,8 @@ def create_view_app(settings: ViewSettings) -> FastAPI:
     @app.get("/api/view")
     def view() -> dict[str, Any]:
         found = folder.scan()
+        runs = [list_run(folder, parts_of(key, depth)) for key in found.runs]
+        evals = [list_eval(folder, parts_of(key, depth)) for key in found.evals]
         return {
             "mode": "view",
             "root": str(folder.root),
@@ -107,8 +118,8 @@ def create_view_app(settings: ViewSettings) -> FastAPI:
                 "max_events": settings.max_events,
                 "max_file_bytes": settings.max_file_bytes,
             },
-            "runs": [list_run(folder, parts_of(key, depth)).model_dump() for key in found.runs],
-            "evals": [list_eval(folder, parts_of(key, depth)).model_dump() for key in found.evals],
+            "runs": [run.model_dump() for run in newest_first(runs, lambda run: run.started)],
+            "evals": [item.model_dump() for item in newest_first(evals, lambda e: e.started_at)],
         }
 
     @app.get("/api/run", response_model=RunPage)

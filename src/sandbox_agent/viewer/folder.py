@@ -32,7 +32,9 @@ FolderKind = Literal["run", "eval", "other"]
 
 
 class Found(NamedTuple):
-    """What a scan found below the root, in a stable order (breadth first, by name)."""
+    """What a scan found below the root, in a stable order: breadth first, and in each
+    folder by name from the last, so that the newest come first (``run`` and ``eval``
+    name their folders by their UTC start) and are the ones kept when a limit cuts."""
 
     runs: list[str]
     evals: list[str]
@@ -138,7 +140,8 @@ class Folder:
         return data[:most]
 
     def scan(self) -> Found:
-        """Run folders and results folders below the root, breadth first, within the limits."""
+        """Run folders and results folders below the root, breadth first, newest names
+        first, within the limits."""
         settings = self.settings
         runs: list[str] = []
         evals: list[str] = []
@@ -161,7 +164,7 @@ class Folder:
                     evals.append(key_of(parts))
                 if len(parts) >= settings.max_depth:
                     continue
-                names = sorted(_subfolders(fd))
+                names = sorted(_subfolders(fd), reverse=True)
             finally:
                 os.close(fd)
             seen += len(names)

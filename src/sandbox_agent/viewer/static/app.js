@@ -63,6 +63,7 @@ function providerText(provider, model) {
   return m && m !== p ? p + " · " + m : p;
 }
 
+// The runs and evaluations come newest first, as the server sorts them (serve's list too).
 function renderViewHome(home) {
   $("mode-note").textContent = "read-only view of " + str(home.root);
   const runs = Array.isArray(home.runs) ? home.runs : [];
