@@ -169,3 +169,38 @@ def test_a_repo_under_a_root_runs_the_repair_strategy_through_the_real_controlle
     assert tree_sha256(repo) == before, "the original is only read"
     assert (repo / "solution.py").read_text() == SOLUTION
     assert not (settings.snapshots_dir / run["id"]).exists()
+
+
+def test_a_repo_with_no_tests_runs_only_when_the_request_allows_it(
+    tmp_path: Path,
+    make_settings: Callable[..., ServiceSettings],
+    start_server: Callable[..., LiveServer],
+) -> None:
+    # Issue 30: the CLI's --allow-no-tests, as a run request's allow_no_tests.
+    roots = tmp_path / "roots"
+    repo = roots / "greeter"
+    repo.mkdir(parents=True)
+    (repo / "hello.py").write_text('print("hi")\n')
+    plan = {
+        "steps": [
+            {
+                "tool": "apply_patch",
+                "args": {"edits": [{"path": "hello.py", "old": "hi", "new": "hello"}]},
+            },
+            {"tool": "finish", "args": {"summary": "greets"}},
+        ]
+    }
+    body = {"repo": str(repo), "task": "Say hello.", "provider": "scripted", "plan": plan}
+    server = start_server(make_settings(repo_roots=(roots,)), run_task)
+    with server.client() as client:
+        refused = wait_finished(client, client.post("/runs", json=body).json()["id"], timeout=240)
+        assert refused["status"] == "FAILED"
+        assert refused["reason"].startswith("rejected: greeter has no tests")
+        assert '"allow_no_tests": true' in refused["reason"]
+        assert "--allow-no-tests" not in refused["reason"]
+        answer = client.post("/runs", json={**body, "allow_no_tests": True})
+        ran = wait_finished(client, answer.json()["id"], timeout=240)
+        assert ran["allow_no_tests"] is True
+        assert ran["status"] == "FAILED", "a run with no tests cannot succeed"
+        assert "no test ran" in ran["reason"]
+        assert ran["files_changed"] == ["hello.py"]

@@ -141,6 +141,21 @@ def test_repair_options_reach_the_run_within_the_maxima(
     assert capped["repair"]["candidates"] == min(3, DEFAULT_CANDIDATES)
 
 
+def test_allow_no_tests_reaches_the_run_as_the_cli_flag_does(
+    make_settings: Callable[..., ServiceSettings], start_server: Callable[..., LiveServer]
+) -> None:
+    # Issue 30: run --allow-no-tests had no field in a run request.
+    fake = FakeRunFunction()
+    server = start_server(make_settings(), fake)
+    allowed = _run(server, {**SUBMISSION, "allow_no_tests": True})
+    plain = _run(server, SUBMISSION)
+    assert [config.allow_no_tests for config in fake.calls] == [True, False]
+    assert (allowed["allow_no_tests"], plain["allow_no_tests"]) == (True, False)
+    with server.client() as client:
+        answer = client.post("/runs", json={**SUBMISSION, "allow_no_tests": "maybe"})
+        assert answer.status_code == 422
+
+
 @pytest.mark.parametrize(
     "body",
     [

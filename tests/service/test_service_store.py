@@ -160,6 +160,7 @@ def test_a_database_made_by_the_old_schema_opens_and_its_runs_still_read(
         assert (run["strategy"], run["repo"], run["budgets"], run["repair"]) == (
             "tools", None, None, None
         )  # fmt: skip
+        assert run["allow_no_tests"] is False
         listed = client.get("/runs").json()["runs"]
         assert [(r["id"], r["strategy"]) for r in listed] == [("c" * 32, "tools")]
         assert client.get(f"/runs/{'c' * 32}/trace").text == '{"event": "run_started"}\n'
@@ -168,4 +169,4 @@ def test_a_database_made_by_the_old_schema_opens_and_its_runs_still_read(
     columns = [
         row[1] for row in sqlite3.connect(settings.db_path).execute("PRAGMA table_info(runs)")
     ]
-    assert columns[-4:] == ["strategy", "repo", "budgets_json", "repair_json"]
+    assert columns[-5:] == ["strategy", "repo", "budgets_json", "repair_json", "allow_no_tests"]

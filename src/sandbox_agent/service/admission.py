@@ -57,6 +57,7 @@ class Admitted(NamedTuple):
     budgets: Budgets
     repair: RepairOptions | None
     """Strategy ``repair`` only."""
+    allow_no_tests: bool
 
 
 def maxima(settings: ServiceSettings) -> dict[str, int | float]:
@@ -108,6 +109,7 @@ def admit(request: SubmitRequest, settings: ServiceSettings) -> Admitted:
         strategy=strategy,
         budgets=budgets,
         repair=repair,
+        allow_no_tests=request.allow_no_tests,
     )
 
 

@@ -171,7 +171,7 @@ class RunManager:
         record = StoredRun(
             run_id, "QUEUED", "", admitted.fixture, request.task, admitted.provider,
             plan_json, submitted_at, None, None, None, admitted.strategy, admitted.repo,
-            admitted.budgets.model_dump_json(), repair_json,
+            admitted.budgets.model_dump_json(), repair_json, int(admitted.allow_no_tests),
         )  # fmt: skip
         try:
             # Not under the queue's lock: a write can wait out the busy timeout, and

@@ -150,6 +150,11 @@ class SubmitRequest(BaseModel):
     """Absent: ``repair`` for the ``local`` provider, ``tools`` otherwise (as ``run``)."""
     budgets: BudgetRequest | None = None
     repair: RepairRequest | None = None
+    allow_no_tests: bool = False
+    """Run on a repository with no test file, for a task that needs none (``run
+    --allow-no-tests``): such a run cannot end ``SUCCEEDED``. Absent or false: a
+    repository with no tests is refused before the first model call (``FAILED``,
+    ``rejected: ...``)."""
 
     @model_validator(mode="after")
     def _one_source(self) -> SubmitRequest:
@@ -223,6 +228,8 @@ class RunView(RunSummary):
     server's maxima); None for runs recorded before requests carried budgets."""
     repair: RepairOptions | None = None
     """Strategy ``repair``: the options the run was given."""
+    allow_no_tests: bool = False
+    """The request's ``allow_no_tests`` (false for runs recorded before it)."""
 
 
 class RunList(BaseModel):

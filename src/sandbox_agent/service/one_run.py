@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, Protocol
 from pydantic import ValidationError
 
 from sandbox_agent.controller.models import Budgets, RepairOptions, RunConfig, RunResult
+from sandbox_agent.controller.test_files import ALLOW_FLAG
 from sandbox_agent.errors import InfrastructureError, SetupError, UsageError, WorkspaceError
 from sandbox_agent.providers.base import ProviderOptions
 from sandbox_agent.sandbox.base import CancelToken
@@ -27,6 +28,8 @@ from sandbox_agent.service.views import stored_limits
 log = logging.getLogger(__name__)
 
 INTERRUPTED_REASON = "the server stopped while this run was in flight"
+ALLOW_FIELD = '"allow_no_tests": true in the request'
+"""What a refusal that names ``run``'s ``--allow-no-tests`` says instead here."""
 
 EventSink = Callable[[dict[str, Any]], None]
 
@@ -76,7 +79,8 @@ def execute_run(
             config = run_config(stored, settings, plan_path)
         result = run_fn(config, cancel=token, on_event=on_event)
     except (UsageError, ValidationError) as error:
-        return Terminal("FAILED", f"rejected: {_one_line(error)}", None)
+        said = _one_line(error).replace(ALLOW_FLAG, ALLOW_FIELD)  # the request's word for it
+        return Terminal("FAILED", f"rejected: {said}", None)
     except (SetupError, InfrastructureError) as error:
         return Terminal("SANDBOX_ERROR", _one_line(error), None)
     finally:
@@ -145,6 +149,7 @@ def run_config(
         budgets=budgets or Budgets(),
         strategy="repair" if stored.strategy == "repair" else "tools",
         repair=repair or RepairOptions(),
+        allow_no_tests=bool(stored.allow_no_tests),
     )
 
 

@@ -65,6 +65,7 @@ ADDED_COLUMNS: tuple[tuple[str, str], ...] = (
     ("repo", "TEXT"),
     ("budgets_json", "TEXT"),
     ("repair_json", "TEXT"),
+    ("allow_no_tests", "INTEGER"),
 )
 """Columns added to ``runs`` after its first release, in order: a database made before
 them gets them (``ALTER TABLE ... ADD COLUMN``, NULL in its old rows) when it is opened."""
@@ -88,6 +89,8 @@ class StoredRun(NamedTuple):
     """The path a ``repo`` request named; None for a fixture."""
     budgets_json: str | None = None
     repair_json: str | None = None
+    allow_no_tests: int | None = None
+    """1: the request allowed a repository with no tests; 0 or None (older runs): not."""
 
 
 class StoredEvent(NamedTuple):
@@ -97,12 +100,13 @@ class StoredEvent(NamedTuple):
 
 _INSERT = (
     "INSERT INTO runs (id, status, reason, fixture, task, provider, plan_json, submitted_at,"
-    " started_at, finished_at, result_json, strategy, repo, budgets_json, repair_json)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " started_at, finished_at, result_json, strategy, repo, budgets_json, repair_json,"
+    " allow_no_tests) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _SELECT = (
     "SELECT id, status, reason, fixture, task, provider, plan_json, submitted_at, started_at,"
-    " finished_at, result_json, strategy, repo, budgets_json, repair_json FROM runs"
+    " finished_at, result_json, strategy, repo, budgets_json, repair_json, allow_no_tests"
+    " FROM runs"
 )
 
 

@@ -13,7 +13,7 @@ from sandbox_agent.service.store import StoredRun
 __all__ = ["StoredRun", "list_fixtures", "stored_limits", "summary", "view"]
 
 _FIXTURE_NAME = re.compile(FIXTURE_NAME_PATTERN)
-_REQUEST_FIELDS = {"budgets", "repair"}
+_REQUEST_FIELDS = {"budgets", "repair", "allow_no_tests"}
 """Fields of a view that come from the request as admitted, not from the result."""
 _RESULT_FIELDS = set(RunView.model_fields) - set(RunSummary.model_fields) - _REQUEST_FIELDS
 
@@ -67,4 +67,10 @@ def view(stored: StoredRun) -> RunView:
     result = _result(stored)
     fields = result.model_dump(include=_RESULT_FIELDS) if result else {}
     budgets, repair = stored_limits(stored)
-    return RunView(**summary(stored, result).model_dump(), **fields, budgets=budgets, repair=repair)
+    return RunView(
+        **summary(stored, result).model_dump(),
+        **fields,
+        budgets=budgets,
+        repair=repair,
+        allow_no_tests=bool(stored.allow_no_tests),
+    )
