@@ -68,3 +68,26 @@ def test_a_results_folder_opens_the_evaluation_and_a_folder_of_runs_the_list(
     (tmp_path / "odd").mkdir()
     (tmp_path / "odd" / "trace.jsonl").mkdir()
     assert start_url(tmp_path / "odd", 9) == "http://127.0.0.1:9/"
+
+
+def test_verify_on_a_folder_of_runs_names_them_instead_of_failing_every_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `verify ~/.local/state/sandbox-agent/runs` printed seven FAIL lines about a missing
+    # evidence.json (issue 30): the folder holds runs, it is not one.
+    runs = tmp_path / "runs"
+    for name in ("20261201T000000Z-aaa", "20261202T000000Z-bbb"):
+        (runs / name).mkdir(parents=True)
+        (runs / name / "trace.jsonl").write_text("{}\n")
+    err = one_line_error(capsys, ["verify", str(runs)])
+    assert f"{runs} holds 2 run or results folders and is not one" in err
+    assert f"sandbox-agent verify {runs / '20261202T000000Z-bbb'}" in err
+    assert f"sandbox-agent view {runs}" in err
+    results = tmp_path / "results"
+    (results / "20261203T000000Z").mkdir(parents=True)
+    (results / "20261203T000000Z" / "runs.jsonl").write_text("")
+    err = one_line_error(capsys, ["verify", str(results)])
+    assert f"sandbox-agent verify {results / '20261203T000000Z'}" in err
+    # A run folder stripped of every file still fails its checks (exit 1), never "usage".
+    (tmp_path / "stripped").mkdir()
+    assert main(["verify", str(tmp_path / "stripped")]) == 1

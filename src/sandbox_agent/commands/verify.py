@@ -49,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
     """Verify and print one line per check, then the first failing event.
 
     Raises:
-        UsageError: RUN_DIR does not exist or is not a folder, or the public key cannot be read.
+        UsageError: RUN_DIR does not exist, is not a folder, or holds run folders without
+            being one (a ``--trace-dir``), or the public key cannot be read.
     """
     from sandbox_agent.errors import UsageError
     from sandbox_agent.evidence import load_public_key, verify_run
@@ -62,6 +63,13 @@ def run(args: argparse.Namespace) -> int:
         )
     if not run_dir.is_dir():
         raise UsageError(f"{run_dir} is not a folder; pass the folder that holds trace.jsonl")
+    held = folders_held(run_dir)
+    if held:
+        raise UsageError(
+            f"{run_dir} holds {len(held)} run or results folders and is not one: verify "
+            f"each, e.g. sandbox-agent verify {run_dir / held[-1]} (the last by name), or list "
+            f"them with sandbox-agent view {run_dir}"
+        )
     key = load_public_key(args.public_key) if args.public_key else None
     from sandbox_agent.evals.results.audit import is_results_dir, verify_results
 
@@ -87,6 +95,32 @@ def run(args: argparse.Namespace) -> int:
             print(f"first failing event: line {bad.line} (seq {bad.seq}): {bad.reason}")
         print("verified" if report.ok else f"NOT verified: {', '.join(report.failed())}")
     return 0 if report.ok else 1
+
+
+RUN_FILES = ("trace.jsonl", "result.json", "evidence.json", "diff.patch")
+"""What a run folder holds."""
+RESULTS_FILES = ("runs.jsonl", "report.json")
+"""What an evaluation's results folder holds."""
+
+
+def folders_held(folder: Path) -> list[str]:
+    """The names of the run and results folders directly in ``folder``, by name, when
+    ``folder`` itself holds none of their files (a ``--trace-dir``, ``results/``: what
+    ``sandbox-agent view`` lists); else ``[]``. Links are not followed."""
+    kept = (*RUN_FILES, *RESULTS_FILES)
+    if any((folder / name).exists() for name in kept):
+        return []
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError:
+        return []
+    return [
+        entry.name
+        for entry in entries
+        if entry.is_dir()
+        and not entry.is_symlink()
+        and any((entry / name).is_file() for name in kept)
+    ]
 
 
 def _print_checks(checks: list[VerifyCheck]) -> None:
