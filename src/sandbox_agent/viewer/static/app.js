@@ -64,9 +64,18 @@ function providerText(provider, model) {
 }
 
 // The runs and evaluations come newest first, as the server sorts them (serve's list too).
+// `view RUN_DIR` or `view RESULTS_DIR`: the folder itself (key ".") is opened, not listed
+// as one item, even from the bare URL.
 function renderViewHome(home) {
   $("mode-note").textContent = "read-only view of " + str(home.root);
   const runs = Array.isArray(home.runs) ? home.runs : [];
+  const evals = Array.isArray(home.evals) ? home.evals : [];
+  const itself = evals.some((item) => item.key === ".") ? evalHref(".") :
+    (runs.length === 1 && runs[0].key === "." ? runHref(".") : null);
+  if (itself) {
+    location.replace(itself);
+    return;
+  }
   $("runs").tBodies[0].replaceChildren(...runs.map((run) => {
     const row = runRow({
       label: str(run.run_id) || run.key, task: str(run.task), source: str(run.source),
@@ -77,7 +86,6 @@ function renderViewHome(home) {
     return row;
   }));
   $("runs-empty").hidden = runs.length > 0;
-  const evals = Array.isArray(home.evals) ? home.evals : [];
   $("evals-section").hidden = evals.length === 0;
   $("evals").tBodies[0].replaceChildren(...evals.map((item) => {
     const s = isObject(item.summary) ? item.summary : {};
