@@ -1,6 +1,6 @@
 """The one exceptions module. Every error the project raises derives from one root.
 
-Three kinds are kept apart (STYLE.md "Errors"): loop control, errors the model may
+Three kinds are kept apart, never caught as one another: loop control, errors the model may
 see and recover from, and infrastructure failures that are never shown to the model
 as if they were command output::
 

@@ -35,7 +35,7 @@ def test_fixture_tasks_pass_cleanly_and_controls_fail(tmp_path: Path) -> None:
     for record in records:
         assert record.held_out.ran
         assert record.held_out.attested
-        # DESIGN section 6: every run record says how its held-out verdict was reached.
+        # docs/CONTRACT.md section 7: every run record says how its held-out verdict was reached.
         assert record.model_dump(mode="json")["heldout"] == {
             "passed": True,
             "judge": "out_of_process",

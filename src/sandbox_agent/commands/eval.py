@@ -31,7 +31,7 @@ def _positive_seconds(text: str) -> float:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Flags of DESIGN section 6, plus where results go and the control run."""
+    """Flags of docs/CONTRACT.md section 7, plus where results go and the control run."""
     from sandbox_agent.evals.running.options import DEFAULT_JOBS, DEFAULT_REPEATS
 
     parser.add_argument(

@@ -52,7 +52,7 @@ BLANK_TASK = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Flags of ``run`` (DESIGN.md section 6)."""
+    """Flags of ``run`` (docs/CONTRACT.md section 3, "`run` flags and defaults")."""
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--fixture", metavar="NAME", help="a fixture ('sandbox-agent fixtures')")
     source.add_argument("--repo", metavar="PATH", type=Path, help="any local repository folder")
@@ -63,7 +63,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="scripted",
         help="scripted|injection|mock-adversarial|anthropic|openai|local (default scripted)",
     )
-    parser.add_argument("--plan", metavar="FILE", help="scripted: a plan file (DESIGN.md 6)")
+    parser.add_argument(
+        "--plan", metavar="FILE", help="scripted: a plan file (docs/CONTRACT.md section 4)"
+    )
     parser.add_argument(
         "--runtime",
         choices=("runc", "runsc"),

@@ -1,4 +1,4 @@
-"""`sandbox-agent serve`: the HTTP API and web page over agent runs (DESIGN.md section 6)."""
+"""`sandbox-agent serve`: the HTTP API and web page over agent runs (docs/CONTRACT.md section 8)."""
 
 from __future__ import annotations
 

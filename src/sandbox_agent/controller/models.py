@@ -1,6 +1,6 @@
 """The controller's contracts: what a run is asked to do, and what it established.
 
-``RunResult`` is the public ``--json`` result of DESIGN.md section 6 (fixed: fields
+``RunResult`` is the public ``--json`` result of docs/CONTRACT.md section 5 (fixed: fields
 may be added, never renamed or dropped).
 """
 
@@ -191,7 +191,7 @@ class FinalTests(BaseModel):
 
 
 class RunEnvironment(BaseModel):
-    """DESIGN.md section 6: a repository with dependencies adds ``environment``."""
+    """docs/CONTRACT.md section 5: a repository with dependencies adds ``environment``."""
 
     model_config = ConfigDict(extra="forbid")
 

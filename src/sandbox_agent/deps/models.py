@@ -76,7 +76,7 @@ class Environment(BaseModel):
         return EnvironmentMount(host_path=self.path, manifest_sha256=self.manifest_sha256)
 
     def summary(self) -> dict[str, Any]:
-        """The run result's ``environment: {hash, packages}`` (DESIGN.md section 6)."""
+        """The run result's ``environment: {hash, packages}`` (docs/CONTRACT.md section 5)."""
         return {
             "hash": self.hash,
             "packages": [package.model_dump() for package in self.packages],

@@ -1,4 +1,5 @@
-"""The runner image, built locally without any registry (DESIGN.md section 5).
+"""The runner image, built locally without any registry (docs/SETUP.md, item 3 of
+"What `make demo` and `make test` set up").
 
 Recipe: a ``debootstrap --variant=minbase`` root filesystem of Debian bookworm with
 ``python3`` and ``python3-pytest``; shells, package managers, interpreters other

@@ -29,7 +29,7 @@ class Policy:
     final_diff_allowlist: tuple[str, ...] | None = None
     """Globs (``fnmatch``, ``*`` crosses ``/``) every changed path must match; None: any path."""
     extra_protected: tuple[str, ...] = ()
-    """More protected globs for this task, on top of DESIGN.md section 2's."""
+    """More protected globs for this task, on top of the fixed ones (docs/TOOLS.md, "Policy")."""
     test_file_globs: tuple[str, ...] = ()
     """The repository's own test-module globs (pytest ``python_files``), protected too."""
     test_folders: tuple[str, ...] = ()

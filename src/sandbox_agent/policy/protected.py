@@ -1,4 +1,4 @@
-"""Protected paths (DESIGN.md section 2): refused by ``apply_patch``, checked on the final diff.
+"""Protected paths (docs/TOOLS.md, "Policy"): refused by ``apply_patch``, checked on the final diff.
 
 Names are compared after NFKC normalisation and case folding, so ``Tests/``,
 fullwidth ``conftest.py`` lookalikes or ``SiteCustomize.py`` are protected too.

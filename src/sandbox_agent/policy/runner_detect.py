@@ -1,4 +1,4 @@
-"""Which runner a repository uses (DESIGN.md section 6, "Repositories and fixtures")."""
+"""Which runner a repository uses (docs/CONTRACT.md section 4, "Runner auto-detection")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Plan files (DESIGN.md section 6): ``{"steps": [{"tool", "args"} | {"raw": "..."}]}``.
+"""Plan files (docs/CONTRACT.md section 4): ``{"steps": [{"tool", "args"} | {"raw": "..."}]}``.
 
 Each step is one model turn, rendered as the raw text a model would have sent. A
 ``raw`` step is passed through untouched, so a plan can carry malformed output.
@@ -69,7 +69,9 @@ def load_plan(path: str | Path) -> Plan:
     except OSError as error:
         raise UsageError(f"cannot read plan file {plan_path}: {error.strerror}") from None
     except (ValueError, RecursionError) as error:  # undecodable, not JSON, a huge integer
-        raise UsageError(f"plan file {plan_path} is not JSON ({error}); see DESIGN.md 6") from None
+        raise UsageError(
+            f"plan file {plan_path} is not JSON ({error}); see docs/CONTRACT.md section 4"
+        ) from None
     try:
         return Plan.model_validate(data)
     except ValidationError as error:

@@ -8,7 +8,8 @@ container before it is needed (``prepare`` ahead of time, ``start`` later):
 3. ``wait``: read PID 1's frames (attestation, output, exit report) until exit;
 4. ``remove``: remove the container and report the result, never hiding a failure.
 
-``run`` composes them with the precedence and cleanup rules of DESIGN.md section 3.
+``run`` composes them with the precedence of docs/SANDBOX.md ("Classification") and
+its cleanup rules (a container is always removed, a failed removal reported).
 Every backend (Docker with runc or runsc today; Kubernetes or a remote host later)
 must pass ``tests/sandbox/conformance``.
 """

@@ -1,9 +1,10 @@
 """A fake sandbox backend for tests: a real ``SandboxBackend`` that returns scripted results.
 
-Ship the double (STYLE.md): the controller and the tools are tested against this, not
-against patched internals. It runs nothing; it records every request, honours
-cancellation the way a real backend must (nothing created when already cancelled),
-and answers each run with the next scripted result (or a function of the request).
+Ship the double (a test double ships with the code it stands in for): the controller
+and the tools are tested against this, not against patched internals. It runs nothing;
+it records every request, honours cancellation the way a real backend must (nothing
+created when already cancelled), and answers each run with the next scripted result
+(or a function of the request).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The sandbox limit flags, shared by every command that runs sandboxes (``run``, ``stress``).
 
-``--test-timeout`` and ``--output-budget`` are contract names (DESIGN.md section 6).
+``--test-timeout`` and ``--output-budget`` are contract names (docs/CONTRACT.md section 3).
 """
 
 from __future__ import annotations

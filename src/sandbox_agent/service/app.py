@@ -1,4 +1,4 @@
-"""The FastAPI app of ``sandbox-agent serve`` (DESIGN.md section 6).
+"""The FastAPI app of ``sandbox-agent serve`` (docs/CONTRACT.md section 8).
 
 ``GET /health`` and the page shell (``GET /``, ``/static/*``) need no token; every
 data endpoint (``sandbox_agent.service.routes``) needs ``Authorization: Bearer TOKEN``.

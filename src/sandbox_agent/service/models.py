@@ -88,7 +88,7 @@ class RawStep(BaseModel):
 
 
 class Plan(BaseModel):
-    """An inline plan file (DESIGN.md section 6, "Plan files")."""
+    """An inline plan file (docs/CONTRACT.md section 4, "Plan files")."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -47,7 +47,7 @@ class Latency(BaseModel):
 
 
 class StressReport(BaseModel):
-    """The JSON of ``sandbox-agent stress`` (DESIGN.md section 6 names the first fields)."""
+    """The JSON of ``sandbox-agent stress`` (docs/CONTRACT.md section 3 names the first fields)."""
 
     model_config = ConfigDict(extra="forbid")
 

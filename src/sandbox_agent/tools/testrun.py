@@ -168,7 +168,7 @@ class TestRun(BaseModel):
         )
 
     def evidence(self) -> dict[str, Any]:
-        """The JSON-safe ``run_tests`` result (DESIGN.md section 6), without raw output."""
+        """The JSON-safe ``run_tests`` result (docs/CONTRACT.md section 5), without raw output."""
         final_only = {"baseline_tests", "missing_tests", "baseline_failure"}
         excluded = {"sandbox"} | (final_only if self.baseline_tests is None else set())
         return self.model_dump(exclude=excluded) | {

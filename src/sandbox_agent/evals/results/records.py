@@ -23,7 +23,7 @@ class Durations(BaseModel):
 
 
 class HeldOutVerdict(BaseModel):
-    """DESIGN section 6: each run record's ``heldout: {passed, judge}``."""
+    """docs/CONTRACT.md section 7: each run record's ``heldout: {passed, judge}``."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -103,7 +103,7 @@ class RunRecord(BaseModel):
 
 
 class Summary(BaseModel):
-    """DESIGN section 6: ``{tasks, runs, passed, clean, attempted_violations,
+    """docs/CONTRACT.md section 7: ``{tasks, runs, passed, clean, attempted_violations,
     executed_violations}`` (counts of violations, not of runs), plus extras."""
 
     model_config = ConfigDict(extra="forbid")

@@ -31,8 +31,8 @@ PROTECTED_FILE_GLOBS: tuple[str, ...] = (
     "*.pth",
 )
 PROTECTED_ROOT_FILES = frozenset({"pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml"})
-"""Test configuration (DESIGN section 2). ``pyproject.toml`` is held whole: the harness
-is stricter than the policy, which may allow its non-test sections."""
+"""Test configuration (protected: docs/TOOLS.md, "Policy"). ``pyproject.toml`` is held
+whole: the harness is stricter than the policy, which may allow its non-test sections."""
 
 
 class Violation(BaseModel):
@@ -70,7 +70,8 @@ def is_policy_denial(code: str) -> bool:
 
 
 def is_protected(path: str, extra_globs: Iterable[str] = ()) -> bool:
-    """True when a changed file is a protected path (DESIGN section 2, plus the task's globs)."""
+    """True when a changed file is a protected path (docs/TOOLS.md, "Policy"), or matches
+    one of the task's globs."""
     parts = [part for part in path.replace("\\", "/").split("/") if part]
     if not parts:
         return False

@@ -66,7 +66,7 @@ class PolicyConstraints(_Strict):
     max_denials: int = Field(DEFAULT_MAX_DENIALS, ge=0)
     """The run's policy-denial budget."""
     protected_paths: tuple[str, ...] = ()
-    """Extra glob patterns (on top of DESIGN section 2) that no change may touch."""
+    """Extra glob patterns (on top of docs/TOOLS.md, "Policy") that no change may touch."""
     fixture_must_stay_intact: bool = True
 
 

@@ -1,4 +1,4 @@
-"""Pure classifiers: a finished run's status (DESIGN.md section 3 step 7), and Docker errors.
+"""Pure classifiers: a finished run's status (docs/SANDBOX.md, "Classification"), and Docker errors.
 
 Nothing here talks to Docker; both functions are tested with real captured inspect and
 error text (``tests/sandbox/data``).

@@ -33,7 +33,8 @@ class PreflightCheck(BaseModel):
 
 
 class PreflightReport(BaseModel):
-    """The ``--json`` output of ``sandbox-agent preflight`` (DESIGN.md section 6)."""
+    """The ``--json`` output of ``sandbox-agent preflight`` (docs/CONTRACT.md section 3,
+    "The other commands")."""
 
     model_config = ConfigDict(extra="forbid")
 
