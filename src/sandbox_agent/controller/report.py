@@ -15,9 +15,9 @@ def render(result: RunResult) -> str:
     lines = [
         f"status:        {result.status}  ({result.reason})",
         f"run:           {result.run_id}  provider={result.provider} runtime={result.runtime}",
-        f"budget used:   {used.iterations} turns, {used.tool_calls} tool calls, "
-        f"{used.policy_denials} denials, {used.invalid_outputs} invalid outputs, "
-        f"{used.wall_seconds:.2f} s",
+        f"budget used:   {_count(used.iterations, 'turn')}, "
+        f"{_count(used.tool_calls, 'tool call')}, {_count(used.policy_denials, 'denial')}, "
+        f"{_count(used.invalid_outputs, 'invalid output')}, {used.wall_seconds:.2f} s",
     ]
     if result.provider_error is not None:
         error = result.provider_error
@@ -55,3 +55,8 @@ def render(result: RunResult) -> str:
         if len(diff_lines) > MAX_DIFF_LINES:
             lines.append(f"... {len(diff_lines) - MAX_DIFF_LINES} more diff lines in diff.patch")
     return "\n".join(lines) + "\n"
+
+
+def _count(number: int, noun: str) -> str:
+    """``1 turn``, ``2 turns``."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
