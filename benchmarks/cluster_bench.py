@@ -132,10 +132,19 @@ def overhead(rounds: int) -> None:
     )
 
 
+SLOW_DOUBLE = Path(__file__).resolve().parent.parent / "tests" / "doubles" / "slow_provider.py"
+"""``scripted-slow`` is a test double, not in the package: registered here and, through
+the environment, on every node this benchmark starts."""
+
+
 def throughput(repeats: int) -> None:
+    import os
+
     from sandbox_agent.cluster import local
     from sandbox_agent.evals.running.options import EvalOptions
+    from sandbox_agent.providers import TEST_DOUBLES_ENV
 
+    os.environ[TEST_DOUBLES_ENV] = str(SLOW_DOUBLE)
     cluster = local.up(head_ip="127.0.0.32", worker_ips=(), slots=2)
     walls: dict[int, float] = {}
     try:

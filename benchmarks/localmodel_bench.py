@@ -20,7 +20,7 @@ from sandbox_agent.controller import RunConfig, run_task
 from sandbox_agent.controller.models import Budgets
 from sandbox_agent.localmodel import server
 from sandbox_agent.localmodel.timings import sandbox_seconds, turn_rows
-from sandbox_agent.providers.base import ProviderOptions
+from sandbox_agent.providers.options import LocalOptions
 
 TASK = "Page numbers start at 1; fix the paginator so that the tests pass."
 TURNS = 5
@@ -37,7 +37,7 @@ def main(argv: list[str]) -> int:
                 task=TASK,
                 fixture="paginator",
                 provider="local",
-                provider_options=ProviderOptions(ledger_path=str(Path(scratch) / "l.sqlite3")),
+                provider_options=LocalOptions(ledger_path=str(Path(scratch) / "l.sqlite3")),
                 budgets=Budgets(max_iterations=TURNS, max_wall_seconds=600),
                 trace_dir=Path(scratch) / "runs",
             )

@@ -93,7 +93,7 @@ def run_protocol(
     from sandbox_agent.controller import run_task
     from sandbox_agent.evals.running.options import EvalOptions, build_config
     from sandbox_agent.evals.tasks.suites import SuiteOptions, build_cases
-    from sandbox_agent.providers.base import ProviderOptions
+    from sandbox_agent.providers.options import LocalOptions
 
     totals: dict[str, Any] = {"runs": 0, "passed": 0, "turns": 0, "invalid": 0, "denials": 0}
     shapes: Counter[str] = Counter()
@@ -101,7 +101,7 @@ def run_protocol(
     options = EvalOptions(
         provider="local",
         trace_dir=out / protocol,
-        provider_options=ProviderOptions(
+        provider_options=LocalOptions(
             tool_protocol=protocol,  # type: ignore[arg-type]
             ledger_path=str(out / "ledger.sqlite3"),
         ),

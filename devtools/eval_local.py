@@ -85,15 +85,15 @@ def sampled_completer() -> SampledComplete:
 
     from sandbox_agent.localmodel import pins, server
     from sandbox_agent.providers.http import BoundedTransport, bounded_client
-    from sandbox_agent.providers.local import REQUEST_TIMEOUT_SECONDS
+    from sandbox_agent.providers.options import LOCAL_REQUEST_TIMEOUT_SECONDS
 
     record = server.ensure_running()
     client = openai.OpenAI(
         api_key=server.read_key(record),
-        http_client=bounded_client(BoundedTransport(total_seconds=REQUEST_TIMEOUT_SECONDS)),
+        http_client=bounded_client(BoundedTransport(total_seconds=LOCAL_REQUEST_TIMEOUT_SECONDS)),
         base_url=f"{record.root}/v1",
         max_retries=0,
-        timeout=REQUEST_TIMEOUT_SECONDS,
+        timeout=LOCAL_REQUEST_TIMEOUT_SECONDS,
     )
 
     def complete(system: str, user: str, temperature: float, seed: int) -> Completion:

@@ -6,6 +6,9 @@ the model: skipped with the reason, failed when ``SANDBOX_AGENT_REQUIRE_DOCKER=1
 
 Skipped Docker and local-model tests are also listed in ``$SANDBOX_AGENT_SKIP_LOG`` when
 it is set, so ``.ci/run`` can refuse a run that skipped any of them.
+
+The test doubles of ``tests/doubles/`` are registered for the whole session
+(``SANDBOX_AGENT_TEST_DOUBLES``).
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from sandbox_agent.providers import TEST_DOUBLES_ENV
+
 # Property tests check what is computed, never how fast: Hypothesis's defaults fail an
 # example that takes over 200 ms ("deadline") or data that is slow to make ("too_slow"),
 # and a loaded machine or a late garbage collection does both. One profile for every
@@ -28,6 +33,13 @@ settings.register_profile(
     "sandbox-agent", deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile("sandbox-agent")
+
+# The suite's test doubles (``scripted-slow``) are not in the package: naming their file
+# here registers them in this process when first looked up, and in every process a
+# test starts (the CLI, ``serve``, Ray nodes inherit the environment). One value for
+# the whole session, set before any test runs.
+TEST_DOUBLE_FILES = (Path(__file__).parent / "doubles" / "slow_provider.py",)
+os.environ[TEST_DOUBLES_ENV] = os.pathsep.join(str(p) for p in TEST_DOUBLE_FILES)
 
 REQUIRE_DOCKER_ENV = "SANDBOX_AGENT_REQUIRE_DOCKER"
 REQUIRE_LOCALMODEL_ENV = "SANDBOX_AGENT_REQUIRE_LOCALMODEL"

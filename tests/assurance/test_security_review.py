@@ -41,7 +41,7 @@ FAKE_PASS = (
 def test_code_under_test_cannot_fake_a_passing_suite(tmp_path: Path) -> None:
     from sandbox_agent.controller.loop import run_task
     from sandbox_agent.controller.models import RunConfig
-    from sandbox_agent.providers.base import ProviderOptions
+    from sandbox_agent.providers.options import PlanOptions
 
     init = "paginator/__init__.py"
     plan = {
@@ -60,7 +60,7 @@ def test_code_under_test_cannot_fake_a_passing_suite(tmp_path: Path) -> None:
             fixture="paginator",
             task="fix the paginator",
             provider="scripted",
-            provider_options=ProviderOptions(plan_path=str(plan_file)),
+            provider_options=PlanOptions(plan_path=str(plan_file)),
             trace_dir=tmp_path / "runs",
         )
     )

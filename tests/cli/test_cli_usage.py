@@ -152,21 +152,23 @@ def test_every_option_of_these_commands_shows_its_default() -> None:
 
 def test_the_real_model_flags_show_the_meters_defaults() -> None:
     from sandbox_agent.commands import realmodel
-    from sandbox_agent.providers import meter
-    from sandbox_agent.providers.base import ProviderOptions
-    from sandbox_agent.providers.http import DEFAULT_REQUEST_TIMEOUT_SECONDS
-    from sandbox_agent.providers.local import REQUEST_TIMEOUT_SECONDS
+    from sandbox_agent.providers import options
+    from sandbox_agent.providers.options import (
+        DEFAULT_REQUEST_TIMEOUT_SECONDS,
+        LOCAL_REQUEST_TIMEOUT_SECONDS,
+    )
 
-    assert realmodel.DEFAULT_MAX_COST_USD == meter.DEFAULT_MAX_COST_USD
-    assert realmodel.DEFAULT_EXPERIMENT_BUDGET_USD == meter.DEFAULT_EXPERIMENT_BUDGET_USD
-    assert realmodel.DEFAULT_MAX_CALLS == meter.DEFAULT_MAX_CALLS
-    assert realmodel.DEFAULT_MAX_TOKENS == meter.DEFAULT_MAX_TOKENS
-    assert ProviderOptions().experiment == realmodel.DEFAULT_EXPERIMENT
+    assert realmodel.DEFAULT_MAX_COST_USD == options.DEFAULT_MAX_COST_USD
+    assert realmodel.DEFAULT_EXPERIMENT_BUDGET_USD == options.DEFAULT_EXPERIMENT_BUDGET_USD
+    assert realmodel.DEFAULT_MAX_CALLS == options.DEFAULT_MAX_CALLS
+    assert realmodel.DEFAULT_MAX_TOKENS == options.DEFAULT_MAX_TOKENS
+    assert options.OpenAIOptions().experiment == realmodel.DEFAULT_EXPERIMENT
+    assert options.LocalOptions().experiment == realmodel.DEFAULT_EXPERIMENT
     parser = argparse.ArgumentParser()
     realmodel.add_real_model_arguments(parser)
     timeout = next(a for a in parser._actions if a.dest == "request_timeout")
     assert f"default {DEFAULT_REQUEST_TIMEOUT_SECONDS:g} s" in (timeout.help or "")
-    assert f"local {REQUEST_TIMEOUT_SECONDS:g} s" in (timeout.help or "")
+    assert f"local {LOCAL_REQUEST_TIMEOUT_SECONDS:g} s" in (timeout.help or "")
     for action in parser._actions:
         if action.option_strings and action.dest != "help":
             assert "default" in (action.help or "") or "required" in (action.help or ""), action

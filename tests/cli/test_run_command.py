@@ -44,6 +44,37 @@ def test_usage_errors_are_one_line(
     assert fragment in one_line_error(capsys, argv)
 
 
+@pytest.mark.parametrize(
+    ("command", "extra", "flag"),
+    [
+        ("run", ["--max-cost-usd", "-1"], "--max-cost-usd"),
+        ("run", ["--provider", "openai", "--max-cost-usd", "inf"], "--max-cost-usd"),
+        ("run", ["--provider", "local", "--request-timeout", "0"], "--request-timeout"),
+        ("run", ["--provider", "anthropic", "--max-calls", "0"], "--max-calls"),
+        ("run", ["--provider", "openai", "--price-per-mtok-in", "-2"], "--price-per-mtok-in"),
+        ("run", ["--provider", "openai", "--base-url", "file:///etc"], "--base-url"),
+        ("eval", ["--provider", "local", "--max-tokens", "0"], "--max-tokens"),
+        ("eval", ["--experiment-budget-usd", "nan"], "--experiment-budget-usd"),
+    ],
+)
+def test_a_bad_real_model_flag_is_one_line_naming_the_flag_whatever_the_provider(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    command: str,
+    extra: list[str],
+    flag: str,
+) -> None:
+    # The options are one model per provider kind (issue 31); a flag the chosen kind does
+    # not use (the spend caps of scripted) is still refused when its value is out of range.
+    where = ["--fixture", "paginator", "--task", TASK, "--trace-dir", str(tmp_path)]
+    if command == "eval":
+        where = ["--tasks", "paginator-fix", "--results-dir", str(tmp_path / "results")]
+    error = one_line_error(capsys, [command, *where, *extra])
+    assert error.startswith(f"sandbox-agent {command}: {flag}: "), error
+    assert "(see --help)" in error
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("task", ["   ", "", "\n\t "])
 def test_a_blank_task_is_refused_before_anything_runs(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, task: str
@@ -89,12 +120,17 @@ def test_missing_fixtures_dir(capsys: pytest.CaptureFixture[str], tmp_path: Path
 def test_real_model_budget_flags_reach_the_provider_options() -> None:
     from sandbox_agent.cli import build_parser
     from sandbox_agent.commands.run import build_config
+    from sandbox_agent.providers.options import LocalOptions, PlanOptions
 
     argv = ["run", "--fixture", "paginator", "--task", TASK, "--max-calls", "12"]
     argv += ["--max-tokens", "50000", "--experiment", "smoke", "--max-cost-usd", "0.5"]
-    options = build_config(build_parser().parse_args(argv)).provider_options
-    assert (options.max_calls, options.max_tokens, options.experiment) == (12, 50000, "smoke")
-    assert options.max_cost_usd == 0.5
+    options = build_config(build_parser().parse_args([*argv, "--provider", "local"]))
+    local = options.provider_options
+    assert isinstance(local, LocalOptions)
+    assert (local.max_calls, local.max_tokens, local.experiment) == (12, 50000, "smoke")
+    assert local.max_cost_usd == 0.5
+    # The default provider replays a plan: the spend flags are not its options.
+    assert build_config(build_parser().parse_args(argv)).provider_options == PlanOptions()
 
 
 def test_the_human_output_names_the_run_folder_and_prints_no_empty_table(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from sandbox_agent.controller import RunConfig, run_task
-from sandbox_agent.providers.base import ProviderOptions
+from sandbox_agent.providers import options_for
 from sandbox_agent.providers.plan import Plan
 from sandbox_agent.sandbox.base import CancelToken, SandboxRequest, SandboxResult
 from sandbox_agent.sandbox.fake import FakeBackend, completed
@@ -44,7 +44,7 @@ def _first_hint(tmp_path: Path, provider: str, prestart: int, plan: Path | None 
         fixture="paginator",
         fixtures_dir=FIXTURES,
         provider=provider,
-        provider_options=ProviderOptions(plan_path=str(plan) if plan else None),
+        provider_options=options_for(provider, plan_path=str(plan) if plan else None),
         prestart=prestart,
         trace_dir=tmp_path / "runs",
     )

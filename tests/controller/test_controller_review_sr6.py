@@ -16,7 +16,8 @@ import pytest
 from sandbox_agent.controller import Budgets, RunConfig, RunResult, run_task
 from sandbox_agent.controller.loop import LoopState, agent_loop
 from sandbox_agent.errors import InfrastructureError
-from sandbox_agent.providers.base import ModelReply, ModelRequest, ProviderOptions
+from sandbox_agent.providers.base import ModelReply, ModelRequest
+from sandbox_agent.providers.options import PlanOptions
 from sandbox_agent.sandbox.base import CancelToken
 from sandbox_agent.sandbox.fake import FakeBackend, completed
 from sandbox_agent.settings import PROJECT_ROOT
@@ -42,7 +43,7 @@ def config(tmp_path: Path, steps: list[dict[str, Any]], **budgets: Any) -> RunCo
         fixture="paginator",
         fixtures_dir=FIXTURES,
         provider="scripted",
-        provider_options=ProviderOptions(plan_path=str(plan)),
+        provider_options=PlanOptions(plan_path=str(plan)),
         budgets=Budgets(**budgets),
         trace_dir=tmp_path / "runs",
     )

@@ -22,7 +22,7 @@ import pytest
 
 from sandbox_agent.controller import Budgets, RunConfig, RunResult, run_task
 from sandbox_agent.evidence import verify_run
-from sandbox_agent.providers.base import ProviderOptions
+from sandbox_agent.providers.options import PlanOptions
 from sandbox_agent.sandbox.fake import FakeBackend, completed
 
 RUNTIMES = [
@@ -79,7 +79,7 @@ def config(
         task="Fix add.",
         repo=repo,
         provider="scripted",
-        provider_options=ProviderOptions(plan_path=str(plan)),
+        provider_options=PlanOptions(plan_path=str(plan)),
         runtime=runtime,  # type: ignore[arg-type]
         budgets=Budgets(**{"max_denials": 10, **budgets}),
         trace_dir=tmp_path / "runs",

@@ -10,7 +10,7 @@ from pathlib import Path
 from sandbox_agent.controller import RunConfig, run_task
 from sandbox_agent.controller.models import MAX_OUTPUT_TAIL_CHARS
 from sandbox_agent.controller.report import render
-from sandbox_agent.providers.base import ProviderOptions
+from sandbox_agent.providers.options import PlanOptions
 from sandbox_agent.sandbox.fake import FakeBackend, completed
 
 SECRET = "sk-proj-" + "Q7w" * 12
@@ -29,7 +29,7 @@ def finish_at_once(tmp_path: Path) -> RunConfig:
     return RunConfig(
         task="Fix the paginator.",
         fixture="paginator",
-        provider_options=ProviderOptions(plan_path=str(plan)),
+        provider_options=PlanOptions(plan_path=str(plan)),
         trace_dir=tmp_path / "runs",
     )
 

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from sandbox_agent.controller import Budgets, RunConfig, RunResult, run_task
-from sandbox_agent.providers.base import ProviderOptions
+from sandbox_agent.providers import options_for
+from sandbox_agent.providers.options import PlanOptions
 from sandbox_agent.sandbox.base import CancelToken
 from sandbox_agent.sandbox.fake import FakeBackend, completed
 from sandbox_agent.settings import PROJECT_ROOT
@@ -36,7 +37,8 @@ def run(
     fixture: str = "paginator",
     **kwargs: Any,
 ) -> RunResult:
-    options = ProviderOptions(plan_path=write_plan(tmp_path, steps) if steps is not None else None)
+    plan = write_plan(tmp_path, steps) if steps is not None else None
+    options = options_for(provider, plan_path=plan)
     config = RunConfig(
         task="Fix the pagination bug.",
         fixture=fixture,
@@ -143,7 +145,7 @@ def test_tool_allowlist(tmp_path: Path) -> None:
         task="t",
         fixture="paginator",
         fixtures_dir=FIXTURES,
-        provider_options=ProviderOptions(
+        provider_options=PlanOptions(
             plan_path=write_plan(tmp_path, [{"tool": "run_tests", "args": {}}, finish()])
         ),
         allowed_tools=("read_file", "finish"),

@@ -10,7 +10,7 @@ import pytest
 
 from sandbox_agent.controller import RunConfig, run_task
 from sandbox_agent.controller.models import RepairOptions
-from sandbox_agent.providers.base import ProviderOptions
+from sandbox_agent.providers.options import PlanOptions
 
 pytestmark = pytest.mark.docker
 
@@ -42,7 +42,7 @@ def test_scripted_candidates_are_tested_in_verified_sandboxes(tmp_path: Path, ru
             task="Fix the bug in add.",
             repo=repo,
             provider="scripted",
-            provider_options=ProviderOptions(plan_path=str(plan)),
+            provider_options=PlanOptions(plan_path=str(plan)),
             strategy="repair",
             repair=RepairOptions(candidates=3, rounds=0),
             runtime=runtime,  # type: ignore[arg-type]

@@ -11,7 +11,7 @@ import pytest
 
 from sandbox_agent.controller import RunConfig, RunResult, run_task
 from sandbox_agent.controller.models import Budgets, RepairOptions
-from sandbox_agent.providers.base import ProviderOptions
+from sandbox_agent.providers.options import PlanOptions
 from sandbox_agent.sandbox.base import SandboxResult
 from sandbox_agent.sandbox.fake import FakeBackend, completed
 from sandbox_agent.trace import read_chain
@@ -70,7 +70,7 @@ def run(
             task="Fix the bug in add.",
             repo=config.pop("repo", None) or _repo(tmp_path),
             provider="scripted",
-            provider_options=ProviderOptions(plan_path=str(plan)),
+            provider_options=PlanOptions(plan_path=str(plan)),
             strategy="repair",
             repair=repair or RepairOptions(),
             budgets=budgets or Budgets(),

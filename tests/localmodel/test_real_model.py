@@ -23,7 +23,7 @@ from sandbox_agent.controller.models import Budgets, RunResult
 from sandbox_agent.evidence import verify_run
 from sandbox_agent.ledger import Ledger
 from sandbox_agent.localmodel import pins, server
-from sandbox_agent.providers.base import ProviderOptions
+from sandbox_agent.providers.options import AnthropicOptions, LocalOptions
 
 # Minutes on a busy 2-core machine (prompts are processed at ~70 tokens/s when idle).
 pytestmark = [
@@ -96,7 +96,7 @@ def test_the_local_provider_drives_a_real_run(local: server.ServerRecord, tmp_pa
         task=TASK,
         fixture="paginator",
         provider="local",
-        provider_options=ProviderOptions(ledger_path=str(ledger), max_output_tokens=REPLY_TOKENS),
+        provider_options=LocalOptions(ledger_path=str(ledger), max_output_tokens=REPLY_TOKENS),
         budgets=SHORT,
         trace_dir=tmp_path / "runs",
     )
@@ -119,7 +119,7 @@ def test_the_anthropic_provider_drives_a_real_run_against_the_local_server(
         task=TASK,
         fixture="paginator",
         provider="anthropic",
-        provider_options=ProviderOptions(
+        provider_options=AnthropicOptions(
             model=pins.MODEL_NAME,
             base_url=local.root,
             price_per_mtok_in=0,
@@ -149,7 +149,7 @@ def test_a_server_that_dies_mid_run_ends_it_with_a_provider_error(
             # The server dies after the first turn, whatever it said: a short reply, and
             # the wall clock a guard only (a first turn on a fresh server under two busy
             # loops took over 240 s: a TIMEOUT before the kill, nothing left to check).
-            provider_options=ProviderOptions(ledger_path=str(ledger), max_output_tokens=64),
+            provider_options=LocalOptions(ledger_path=str(ledger), max_output_tokens=64),
             budgets=Budgets(max_iterations=2, max_wall_seconds=600),
             trace_dir=tmp_path / "runs",
         )
@@ -189,7 +189,7 @@ def test_a_history_that_outgrows_a_small_context_is_fitted_not_refused(tmp_path:
     context, reply_cap = 2048, 16
     with real_server(tmp_path / "small", server.ServerSettings(context_tokens=context)):
         provider = create(
-            ProviderOptions(ledger_path=str(tmp_path / "l.sqlite3"), max_output_tokens=reply_cap)
+            LocalOptions(ledger_path=str(tmp_path / "l.sqlite3"), max_output_tokens=reply_cap)
         )
         try:
             budget = provider.prompt_token_budget()  # type: ignore[attr-defined]

@@ -20,7 +20,7 @@ from sandbox_agent.controller.models import Budgets, RepairOptions
 from sandbox_agent.evidence import verify_run
 from sandbox_agent.ledger import Ledger
 from sandbox_agent.localmodel import server
-from sandbox_agent.providers.base import ProviderOptions
+from sandbox_agent.providers.options import LocalOptions
 
 pytestmark = [
     pytest.mark.localmodel,
@@ -65,7 +65,7 @@ def test_the_repair_strategy_keeps_its_contract_with_a_real_model(
             task="Fix the bug in largest.",
             repo=repo,
             provider="local",
-            provider_options=ProviderOptions(ledger_path=str(ledger)),
+            provider_options=LocalOptions(ledger_path=str(ledger)),
             strategy="repair",
             repair=RepairOptions(candidates=2, rounds=0, candidate_tokens=160),
             budgets=Budgets(max_wall_seconds=600),

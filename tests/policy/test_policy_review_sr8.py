@@ -85,7 +85,7 @@ def test_c8_3_a_huge_integer_in_pyproject_ends_in_a_status_not_a_traceback(tmp_p
     import json
 
     from sandbox_agent.controller import RunConfig, run_task
-    from sandbox_agent.providers.base import ProviderOptions
+    from sandbox_agent.providers.options import PlanOptions
     from sandbox_agent.sandbox.fake import FakeBackend, completed
 
     repo = tmp_path / "repo"
@@ -101,7 +101,7 @@ def test_c8_3_a_huge_integer_in_pyproject_ends_in_a_status_not_a_traceback(tmp_p
                 task="t",
                 repo=repo,
                 provider="scripted",
-                provider_options=ProviderOptions(plan_path=str(plan)),
+                provider_options=PlanOptions(plan_path=str(plan)),
                 trace_dir=tmp_path / "runs",
             ),
             sandbox=FakeBackend([completed(), completed()]),

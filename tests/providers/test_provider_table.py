@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from sandbox_agent.errors import UsageError
-from sandbox_agent.providers import PROVIDERS, TEST_DOUBLES, create_provider
+from sandbox_agent.providers import PROVIDERS, create_provider, registered_doubles
 from sandbox_agent.providers.adversarial import OUT_OF_POLICY_TURNS
-from sandbox_agent.providers.base import Exchange, ModelRequest, ProviderOptions
+from sandbox_agent.providers.base import Exchange, ModelRequest
 from sandbox_agent.providers.injection import find_directives
+from sandbox_agent.providers.options import InjectionOptions, PlanOptions
 from sandbox_agent.providers.plan import load_plan
 
 
@@ -27,23 +28,26 @@ def plan_file(tmp_path: Path, content: str) -> str:
 
 def test_unknown_provider_lists_the_valid_ones() -> None:
     with pytest.raises(UsageError) as caught:
-        create_provider("gpt-9", ProviderOptions())
+        create_provider("gpt-9", PlanOptions())
     message = str(caught.value)
     assert "\n" not in message
     for name in PROVIDERS:
-        assert (name in message) == (name not in TEST_DOUBLES)
+        assert name in message
+    assert registered_doubles()
+    for name in registered_doubles():
+        assert name not in message
 
 
 def test_table_names_the_real_providers_lazily() -> None:
-    assert PROVIDERS["anthropic"] == "sandbox_agent.providers.anthropic:create"
-    assert PROVIDERS["openai"] == "sandbox_agent.providers.openai_compat:create"
+    assert PROVIDERS["anthropic"].factory == "sandbox_agent.providers.anthropic:create"
+    assert PROVIDERS["openai"].factory == "sandbox_agent.providers.openai_compat:create"
 
 
 def test_scripted_replays_then_finishes_with_plan_exhausted(tmp_path: Path) -> None:
     path = plan_file(
         tmp_path, '{"steps": [{"tool": "list_files", "args": {}}, {"raw": "free text"}]}'
     )
-    provider = create_provider("scripted", ProviderOptions(plan_path=path))
+    provider = create_provider("scripted", PlanOptions(plan_path=path))
     turns = []
     history: list[Exchange] = []
     for _ in range(3):
@@ -57,7 +61,7 @@ def test_scripted_replays_then_finishes_with_plan_exhausted(tmp_path: Path) -> N
 
 def test_plan_flag_wins_over_the_reference_plan(tmp_path: Path) -> None:
     mine = plan_file(tmp_path, '{"steps": [{"raw": "mine"}]}')
-    options = ProviderOptions(plan_path=mine, reference_plan_path="/nonexistent.json")
+    options = PlanOptions(plan_path=mine, reference_plan_path="/nonexistent.json")
     assert create_provider("scripted", options).complete(request()).text == "mine"
 
 
@@ -81,12 +85,12 @@ def test_missing_plan(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="cannot read plan file"):
         load_plan(tmp_path / "nope.json")
     with pytest.raises(UsageError, match="give --plan FILE to replay one"):
-        create_provider("scripted", ProviderOptions())
+        create_provider("scripted", PlanOptions())
 
 
 def test_mock_adversarial_probes_then_follows_the_plan(tmp_path: Path) -> None:
     path = plan_file(tmp_path, '{"steps": [{"tool": "list_files", "args": {}}]}')
-    provider = create_provider("mock-adversarial", ProviderOptions(reference_plan_path=path))
+    provider = create_provider("mock-adversarial", PlanOptions(reference_plan_path=path))
     history: list[Exchange] = []
     texts = []
     for _ in range(3):
@@ -109,7 +113,7 @@ def test_directive_form() -> None:
 
 
 def test_injection_obeys_directives_in_observations_and_finishes_last() -> None:
-    provider = create_provider("injection", ProviderOptions())
+    provider = create_provider("injection", InjectionOptions())
     first = provider.complete(request()).text
     assert json.loads(first)["tool"] == "list_files"
     listing = json.dumps({"ok": True, "result": {"files": ["README.md", "a.py"]}})

@@ -18,8 +18,8 @@ import pytest
 from sandbox_agent.errors import InfrastructureError
 from sandbox_agent.ledger import Ledger
 from sandbox_agent.providers import anthropic as anthropic_provider
-from sandbox_agent.providers import openai_compat
-from sandbox_agent.providers.base import ModelRequest, Provider, ProviderOptions
+from sandbox_agent.providers import openai_compat, options_for
+from sandbox_agent.providers.base import ModelRequest, Provider
 from sandbox_agent.providers.tooldefs import tool_definitions
 
 ANTHROPIC_KEY = "sk-ant-api03-" + "Rw4" * 14 + "-BBBB"
@@ -93,14 +93,17 @@ def servers() -> Iterator[list[Loopback]]:
         server.close()
 
 
-PROVIDERS = {"anthropic": anthropic_provider.create, "openai": openai_compat.create}
+PROVIDERS: dict[str, Callable[[Any], Provider]] = {
+    "anthropic": anthropic_provider.create,
+    "openai": openai_compat.create,
+}
 MODELS = {"anthropic": "claude-sonnet-5-5", "openai": "gpt-4o-mini"}
 
 
 def make(name: str, url: str, ledger: Path) -> Provider:
     base = url if name == "anthropic" else url + "/v1"
-    options = ProviderOptions(
-        model=MODELS[name], base_url=base, ledger_path=str(ledger), run_id="sr6"
+    options = options_for(
+        name, model=MODELS[name], base_url=base, ledger_path=str(ledger), run_id="sr6"
     )
     return PROVIDERS[name](options)
 

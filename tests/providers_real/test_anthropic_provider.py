@@ -13,7 +13,8 @@ from real_provider_support import FAKE_ANTHROPIC_KEY, opened
 from sandbox_agent.errors import BudgetExhausted, InfrastructureError
 from sandbox_agent.ledger import Ledger
 from sandbox_agent.providers.anthropic import create
-from sandbox_agent.providers.base import Exchange, ModelRequest, Provider, ProviderOptions
+from sandbox_agent.providers.base import Exchange, ModelRequest, Provider
+from sandbox_agent.providers.options import AnthropicOptions
 from sandbox_agent.providers.tooldefs import tool_definitions
 
 READ = '{"tool": "read_file", "args": {"path": "paginator/core.py"}}'
@@ -29,7 +30,7 @@ def provider(server: FakeModelServer, ledger: Path, **options: object) -> Provid
         "max_output_tokens": 1000,
         **options,
     }
-    return opened(create(ProviderOptions.model_validate(settings)))
+    return opened(create(AnthropicOptions.model_validate(settings)))
 
 
 def request(*history: Exchange) -> ModelRequest:

@@ -16,7 +16,7 @@ from real_provider_support import FAKE_OPENAI_KEY
 
 from sandbox_agent.controller import RunConfig, run_task
 from sandbox_agent.ledger import Ledger
-from sandbox_agent.providers.base import ProviderOptions
+from sandbox_agent.providers.options import OpenAIOptions
 from sandbox_agent.settings import PROJECT_ROOT
 
 PLANTED = "sk-proj-" + "Pl4nt3d" * 5
@@ -45,7 +45,7 @@ def paginator_run(server: FakeModelServer, ledger: Path, tmp_path: Path) -> RunC
         task="Page numbers start at 1; fix the paginator.",
         fixture="paginator",
         provider="openai",
-        provider_options=ProviderOptions(
+        provider_options=OpenAIOptions(
             model="gpt-4o-mini", base_url=f"{server.url}/v1", ledger_path=str(ledger)
         ),
         trace_dir=tmp_path / "runs",

@@ -17,9 +17,9 @@ from sandbox_agent.providers.base import (
     Exchange,
     ModelRequest,
     Provider,
-    ProviderOptions,
 )
 from sandbox_agent.providers.openai_compat import create
+from sandbox_agent.providers.options import OpenAIOptions
 from sandbox_agent.providers.tooldefs import tool_definitions
 
 READ = '{"tool": "read_file", "args": {"path": "paginator/core.py"}}'
@@ -35,7 +35,7 @@ def provider(server: FakeModelServer, ledger: Path, **options: object) -> Provid
         "max_output_tokens": 1000,
         **options,
     }
-    return opened(create(ProviderOptions.model_validate(settings)))
+    return opened(create(OpenAIOptions.model_validate(settings)))
 
 
 def request(*history: Exchange) -> ModelRequest:

@@ -12,8 +12,9 @@ from fake_model_servers import Answer, FakeModelServer, SilentServer, unused_por
 from real_provider_support import FAKE_ANTHROPIC_KEY, FAKE_OPENAI_KEY, opened
 
 from sandbox_agent.ledger import Ledger
-from sandbox_agent.providers.base import ModelRequest, Provider, ProviderOptions
+from sandbox_agent.providers.base import ModelRequest, Provider
 from sandbox_agent.providers.errors import ProviderError, ProviderFailed
+from sandbox_agent.providers.options import AnthropicOptions, OpenAIOptions
 from sandbox_agent.providers.tooldefs import tool_definitions
 
 UNAUTHORISED = {
@@ -26,14 +27,14 @@ def openai_at(base_url: str, ledger: Path, **options: object) -> Provider:
     from sandbox_agent.providers.openai_compat import create
 
     settings = {"model": "gpt-4o-mini", "base_url": base_url, "ledger_path": str(ledger)}
-    return opened(create(ProviderOptions.model_validate({**settings, **options})))
+    return opened(create(OpenAIOptions.model_validate({**settings, **options})))
 
 
 def anthropic_at(base_url: str, ledger: Path) -> Provider:
     from sandbox_agent.providers.anthropic import create
 
     settings = {"model": "claude-haiku-4-5", "base_url": base_url, "ledger_path": str(ledger)}
-    return opened(create(ProviderOptions.model_validate(settings)))
+    return opened(create(AnthropicOptions.model_validate(settings)))
 
 
 def request() -> ModelRequest:

@@ -22,7 +22,7 @@ from fake_model_servers import (
 
 from sandbox_agent.controller import RunConfig, run_task
 from sandbox_agent.evidence import verify_run
-from sandbox_agent.providers.base import ProviderOptions
+from sandbox_agent.providers import options_for
 from sandbox_agent.sandbox.fake import FakeBackend, completed
 from sandbox_agent.settings import PROJECT_ROOT
 
@@ -35,7 +35,8 @@ def _run(provider: str, server: FakeModelServer, ledger: Path, tmp_path: Path) -
         fixture="paginator",
         fixtures_dir=PROJECT_ROOT / "fixtures",
         provider=provider,
-        provider_options=ProviderOptions(
+        provider_options=options_for(
+            provider,
             model="gpt-4o-mini" if provider == "openai" else "claude-sonnet-5-5",
             base_url=f"{server.url}/v1" if provider == "openai" else server.url,
             ledger_path=str(ledger),

@@ -23,7 +23,7 @@ from fake_model_servers import (
 from sandbox_agent.controller import RunConfig, run_task
 from sandbox_agent.controller.models import RunResult
 from sandbox_agent.ledger import Ledger
-from sandbox_agent.providers.base import ProviderOptions
+from sandbox_agent.providers.options import OpenAIOptions
 from sandbox_agent.sandbox.base import CancelToken
 from sandbox_agent.sandbox.fake import FakeBackend
 
@@ -38,7 +38,7 @@ def config(base_url: str, ledger: Path, tmp_path: Path) -> RunConfig:
         task="Page numbers start at 1; fix the paginator.",
         fixture="paginator",
         provider="openai",
-        provider_options=ProviderOptions(
+        provider_options=OpenAIOptions(
             model="gpt-4o-mini",
             base_url=base_url,
             ledger_path=str(ledger),

@@ -13,7 +13,7 @@ from fake_model_servers import FakeModelServer
 from sandbox_agent.cli import main
 from sandbox_agent.controller import RunConfig, run_task
 from sandbox_agent.controller.test_files import search_tests
-from sandbox_agent.providers.base import ProviderOptions
+from sandbox_agent.providers.options import PlanOptions
 from sandbox_agent.sandbox.fake import FakeBackend, completed
 
 
@@ -92,7 +92,7 @@ def test_allow_no_tests_runs_a_read_only_task(tmp_path: Path) -> None:
     config = RunConfig(
         task="What does add do?",
         repo=repo,
-        provider_options=ProviderOptions(plan_path=str(plan)),
+        provider_options=PlanOptions(plan_path=str(plan)),
         trace_dir=tmp_path / "runs",
         allow_no_tests=True,
     )

@@ -12,7 +12,7 @@ from fake_model_servers import Answer, FakeModelServer, SilentServer, unused_por
 from sandbox_agent.controller import Budgets, RunConfig, run_task
 from sandbox_agent.controller.models import RunResult
 from sandbox_agent.controller.report import render
-from sandbox_agent.providers.base import ProviderOptions
+from sandbox_agent.providers.options import OpenAIOptions
 from sandbox_agent.sandbox.fake import FakeBackend, completed
 
 UNAUTHORISED = {"error": {"type": "authentication_error", "message": "invalid x-api-key"}}
@@ -23,7 +23,7 @@ def run_against(base_url: str, ledger: Path, tmp_path: Path, **budgets: float) -
         task="Page numbers start at 1; fix the paginator.",
         fixture="paginator",
         provider="openai",
-        provider_options=ProviderOptions(
+        provider_options=OpenAIOptions(
             model="gpt-4o-mini", base_url=base_url, ledger_path=str(ledger)
         ),
         budgets=Budgets(**budgets),

@@ -11,7 +11,7 @@ from pathlib import Path
 from fake_model_servers import Answer, FakeModelServer, openai_completion
 
 from sandbox_agent.controller import RunConfig, run_task
-from sandbox_agent.providers.base import ProviderOptions
+from sandbox_agent.providers.options import OpenAIOptions
 from sandbox_agent.sandbox.fake import FakeBackend, completed
 from sandbox_agent.settings import PROJECT_ROOT
 from sandbox_agent.trace import read_chain
@@ -31,7 +31,7 @@ def config(server: FakeModelServer, ledger: Path, tmp_path: Path) -> RunConfig:
         fixture="paginator",
         fixtures_dir=PROJECT_ROOT / "fixtures",
         provider="openai",
-        provider_options=ProviderOptions(
+        provider_options=OpenAIOptions(
             model="gpt-4o-mini",
             base_url=f"{server.url}/v1",
             ledger_path=str(ledger),

@@ -28,7 +28,7 @@ from viewer_harness import (
 
 from browser_harness import chromium
 from sandbox_agent.controller import RunConfig, run_task
-from sandbox_agent.providers.base import ProviderOptions
+from sandbox_agent.providers.options import PlanOptions
 from sandbox_agent.viewer.settings import ViewSettings
 
 pytestmark = [pytest.mark.browser, pytest.mark.docker, pytest.mark.slow]
@@ -117,7 +117,7 @@ def runs_root(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         RunConfig(
             task="Run the named test, then fix the paginator",
             fixture="paginator",
-            provider_options=ProviderOptions(plan_path=str(plan)),
+            provider_options=PlanOptions(plan_path=str(plan)),
             trace_dir=runs,
         )
     )

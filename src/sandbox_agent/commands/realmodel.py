@@ -6,13 +6,13 @@ import argparse
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from sandbox_agent.providers.base import ProviderOptions
+    from sandbox_agent.providers.options import ProviderOptions
 
 TOOL_PROTOCOLS = ("tools", "required", "json_schema", "text")
 """Kept literal so that building the parser imports nothing heavy (``chat_protocol``)."""
 
 # The spend defaults, kept literal for the same reason; a test checks they equal
-# ``sandbox_agent.providers.meter``'s named defaults.
+# ``sandbox_agent.providers.options``' named defaults.
 DEFAULT_MAX_COST_USD = 1.00
 DEFAULT_EXPERIMENT_BUDGET_USD = 10.00
 DEFAULT_MAX_CALLS = 60
@@ -95,26 +95,56 @@ def add_real_model_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+FLAG_OF_FIELD: dict[str, str] = {
+    "model": "--model",
+    "base_url": "--base-url",
+    "max_cost_usd": "--max-cost-usd",
+    "experiment_budget_usd": "--experiment-budget-usd",
+    "price_per_mtok_in": "--price-per-mtok-in",
+    "price_per_mtok_out": "--price-per-mtok-out",
+    "ledger_path": "--ledger",
+    "max_calls": "--max-calls",
+    "max_tokens": "--max-tokens",
+    "experiment": "--experiment",
+    "tool_protocol": "--tool-protocol",
+    "request_timeout_seconds": "--request-timeout",
+    "plan_path": "--plan",
+}
+"""The flag that sets each options field, for the one-line error."""
+
+
 def provider_options_from(args: argparse.Namespace, *, plan_path: str | None) -> ProviderOptions:
-    """The ``ProviderOptions`` of these flags.
+    """The options of ``--provider`` from these flags: the variant of its kind
+    (``providers.options_for``); a flag that kind does not use is left out, its value
+    still checked.
 
     Raises:
-        pydantic.ValidationError: a value the contract refuses.
+        UsageError: an unknown provider, or a value out of range (one line naming the flag).
     """
-    from sandbox_agent.providers.base import ProviderOptions
+    from pydantic import ValidationError
 
-    return ProviderOptions(
-        plan_path=plan_path,
-        model=args.model,
-        base_url=args.base_url,
-        max_cost_usd=args.max_cost_usd,
-        experiment_budget_usd=args.experiment_budget_usd,
-        price_per_mtok_in=args.price_per_mtok_in,
-        price_per_mtok_out=args.price_per_mtok_out,
-        ledger_path=args.ledger,
-        max_calls=args.max_calls,
-        max_tokens=args.max_tokens,
-        experiment=args.experiment,
-        tool_protocol=args.tool_protocol,
-        request_timeout_seconds=args.request_timeout,
-    )
+    from sandbox_agent.errors import UsageError
+    from sandbox_agent.providers import options_for
+
+    try:
+        return options_for(
+            args.provider,
+            plan_path=plan_path,
+            model=args.model,
+            base_url=args.base_url,
+            max_cost_usd=args.max_cost_usd,
+            experiment_budget_usd=args.experiment_budget_usd,
+            price_per_mtok_in=args.price_per_mtok_in,
+            price_per_mtok_out=args.price_per_mtok_out,
+            ledger_path=args.ledger,
+            max_calls=args.max_calls,
+            max_tokens=args.max_tokens,
+            experiment=args.experiment,
+            tool_protocol=args.tool_protocol,
+            request_timeout_seconds=args.request_timeout,
+        )
+    except ValidationError as error:
+        problem = error.errors(include_url=False)[0]
+        field = str(problem["loc"][-1]) if problem["loc"] else ""
+        flag = FLAG_OF_FIELD.get(field, field)
+        raise UsageError(f"{flag}: {problem['msg']} (see --help)") from None

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from sandbox_agent.deps.models import DepsOptions, Package
-from sandbox_agent.providers.base import ProviderOptions
+from sandbox_agent.providers import ChosenProvider
 from sandbox_agent.providers.errors import ProviderError
 from sandbox_agent.sandbox.base import Runtime, SandboxLimits
 from sandbox_agent.tools.contracts import TOOL_NAMES, ToolName
@@ -108,8 +108,9 @@ class RepairOptions(BaseModel):
     """Reply cap of one candidate (``--candidate-tokens``)."""
 
 
-class RunConfig(BaseModel):
-    """One agent run: where the repository comes from, the task, the provider and the limits."""
+class RunConfig(ChosenProvider):
+    """One agent run: where the repository comes from, the task, the provider and its
+    options (``ChosenProvider``), and the limits."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -119,8 +120,6 @@ class RunConfig(BaseModel):
     fixtures_dir: Path | None = None
     repo: Path | None = None
     """Any local folder; copied, never modified."""
-    provider: str = "scripted"
-    provider_options: ProviderOptions = ProviderOptions()
     runtime: Runtime = "runc"
     runner: RunnerChoice = "auto"
     budgets: Budgets = Budgets()

@@ -32,6 +32,7 @@ from sandbox_agent.errors import InfrastructureError, UsageError
 from sandbox_agent.providers import create_provider
 from sandbox_agent.providers.base import KnowsItsPlan, Provider, Watchful
 from sandbox_agent.providers.errors import RetryNotice
+from sandbox_agent.providers.options import PlanOptions
 from sandbox_agent.sandbox.base import CancelToken, SandboxBackend, SandboxResult
 from sandbox_agent.settings import state_home
 from sandbox_agent.trace import Redactor, TraceWriter, summarise_exception
@@ -102,13 +103,10 @@ class RunSession:
         from sandbox_agent.deps import prepare_environment
 
         source = resolve_source(config)
-        options = config.provider_options.model_copy(
-            update={
-                "run_id": run_id,
-                "reference_plan_path": config.provider_options.reference_plan_path
-                or (str(source.reference_plan) if source.reference_plan else None),
-            }
-        )
+        options = config.provider_options.updated(run_id=run_id)
+        if isinstance(options, PlanOptions) and options.reference_plan_path is None:
+            reference = source.reference_plan
+            options = options.updated(reference_plan_path=str(reference) if reference else None)
         run_dir = (config.trace_dir or default_trace_dir()) / run_id
         if run_dir.exists():
             raise UsageError(f"run folder {run_dir} already exists; choose another run id")

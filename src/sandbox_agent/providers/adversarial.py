@@ -7,7 +7,8 @@ denied, and the run must then succeed on the merits of the plan.
 
 from __future__ import annotations
 
-from sandbox_agent.providers.base import ModelReply, ModelRequest, Provider, ProviderOptions
+from sandbox_agent.providers.base import ModelReply, ModelRequest, Provider
+from sandbox_agent.providers.options import PlanOptions
 from sandbox_agent.providers.plan import Plan, render
 from sandbox_agent.providers.scripted import plan_from_options
 
@@ -40,7 +41,7 @@ class AdversarialProvider:
         return self.plan.whole_suite_test_runs()
 
 
-def create(options: ProviderOptions) -> Provider:
+def create(options: PlanOptions) -> Provider:
     """Factory of the provider table.
 
     Raises:

@@ -17,7 +17,6 @@ from sandbox_agent.providers.base import (
     ModelReply,
     ModelRequest,
     Provider,
-    ProviderOptions,
 )
 from sandbox_agent.providers.gate import KEY_ENV
 from sandbox_agent.providers.meter import (
@@ -33,6 +32,7 @@ from sandbox_agent.providers.metered import (
     classify_sdk_error,
     open_real,
 )
+from sandbox_agent.providers.options import AnthropicOptions
 from sandbox_agent.providers.tooldefs import (
     anthropic_tools,
     past_call,
@@ -153,7 +153,7 @@ class AnthropicProvider(MeteredProvider, Provider):
         )
 
 
-def create(options: ProviderOptions) -> Provider:
+def create(options: AnthropicOptions) -> Provider:
     """The ``anthropic`` provider, behind the opt-in gate.
 
     Raises:

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from sandbox_agent import prompts
 from sandbox_agent.providers.base import ModelRequest
+from sandbox_agent.providers.options import ToolProtocol
 from sandbox_agent.providers.tooldefs import example, openai_tools, past_call, signature
 
-ToolProtocol = Literal["tools", "required", "json_schema", "text"]
 TOOL_PROTOCOLS: tuple[ToolProtocol, ...] = ("tools", "required", "json_schema", "text")
 NATIVE: frozenset[ToolProtocol] = frozenset({"tools", "required"})
 EMPTY_REPLY_PLACEHOLDER = "(no output)"

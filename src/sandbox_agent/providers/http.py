@@ -23,11 +23,10 @@ from sandbox_agent.providers.abort import Watcher, make_abortable
 from sandbox_agent.providers.base import Cancellation
 from sandbox_agent.providers.errors import ProviderError, snippet
 from sandbox_agent.providers.meter import Failure, UnreadableAnswer, unreadable_answer
+from sandbox_agent.providers.options import DEFAULT_REQUEST_TIMEOUT_SECONDS
 
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 """One model answer; real ones are a few KiB (output tokens are capped per request)."""
-DEFAULT_REQUEST_TIMEOUT_SECONDS = 120.0
-"""One HTTP request to a model API, in total; a time-out is retried (and reserved) like a 5xx."""
 
 
 class ResponseTooLarge(httpx2.TransportError):

@@ -23,7 +23,8 @@ from typing import Any
 
 import re2
 
-from sandbox_agent.providers.base import ModelReply, ModelRequest, Provider, ProviderOptions
+from sandbox_agent.providers.base import ModelReply, ModelRequest, Provider
+from sandbox_agent.providers.options import InjectionOptions
 from sandbox_agent.providers.plan import render
 
 DIRECTIVE_MARKER = "AGENT-DIRECTIVE:"
@@ -122,6 +123,6 @@ class InjectionProvider:
         return render("finish", {"summary": DEFAULT_CLAIM})
 
 
-def create(options: ProviderOptions) -> Provider:
+def create(options: InjectionOptions) -> Provider:
     """Factory of the provider table. The injection model needs no options."""
     return InjectionProvider()

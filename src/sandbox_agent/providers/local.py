@@ -22,22 +22,15 @@ from sandbox_agent.errors import InfrastructureError, ModelServerGone
 from sandbox_agent.ledger.opening import open_ledger
 from sandbox_agent.ledger.prices import Price
 from sandbox_agent.localmodel import pins, process, server
-from sandbox_agent.providers.base import DEFAULT_MAX_OUTPUT_TOKENS as DEFAULT_REPLY_CAP
-from sandbox_agent.providers.base import ModelReply, ModelRequest, Provider, ProviderOptions
-from sandbox_agent.providers.chat_protocol import ToolProtocol
+from sandbox_agent.providers.base import ModelReply, ModelRequest, Provider
 from sandbox_agent.providers.meter import Failure, Meter, limits_from_options
 from sandbox_agent.providers.metered import transport_for
 from sandbox_agent.providers.openai_compat import OpenAICompatProvider, default_classify
+from sandbox_agent.providers.options import LocalOptions
 
-DEFAULT_PROTOCOL: ToolProtocol = "json_schema"
-"""Measured best with the local model (docs/MODELS.md, "Which protocol")."""
 DEFAULT_SEED = 1234
-DEFAULT_MAX_OUTPUT_TOKENS = 1024
-"""A tool call is a few dozen tokens; an ``apply_patch`` that rewrites a 20-line
-function, JSON-escaped, 400-700 (512 cut such replies off); the repair candidates and
-the one-shot get 1024 too."""
-REQUEST_TIMEOUT_SECONDS = 300.0
-"""One request: a first turn of a long prompt on 2 cores takes tens of seconds."""
+"""The local kind's other defaults (reply cap, time-out, tool protocol) are its options'
+(``providers.options.LocalOptions``)."""
 
 
 class LocalProvider(OpenAICompatProvider, Provider):
@@ -86,7 +79,7 @@ def gone_failure(record: server.ServerRecord) -> Failure | None:
     return Failure("failed", False, False, None, "the local model server is not running")
 
 
-def create(options: ProviderOptions) -> Provider:
+def create(options: LocalOptions) -> Provider:
     """The ``local`` provider, its server started if it is not running.
 
     Raises:
@@ -95,7 +88,7 @@ def create(options: ProviderOptions) -> Provider:
         UsageError: the ledger cannot be opened.
     """
     record = server.ensure_running()
-    bounded = transport_for(options, REQUEST_TIMEOUT_SECONDS)
+    bounded = transport_for(options)
     client = openai.OpenAI(
         api_key=server.read_key(record),
         http_client=bounded.http_client,
@@ -114,20 +107,15 @@ def create(options: ProviderOptions) -> Provider:
         experiment=options.experiment,
         run_id=options.run_id,
     )
-    max_output = (
-        options.max_output_tokens
-        if options.max_output_tokens != DEFAULT_REPLY_CAP
-        else DEFAULT_MAX_OUTPUT_TOKENS
-    )
     return LocalProvider(
         record=record,
         client=client,
         transport=bounded.transport,
         model=pins.MODEL_NAME,
         meter=meter,
-        max_output_tokens=max_output,
+        max_output_tokens=options.max_output_tokens,
         official=False,
-        protocol=options.tool_protocol or DEFAULT_PROTOCOL,
+        protocol=options.tool_protocol,
         sampling={"temperature": 0.0, "seed": DEFAULT_SEED},
         classify=lambda error: gone_failure(record) or default_classify(error),
     )

@@ -23,10 +23,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, NamedTuple, TypeVar
 
-from sandbox_agent.errors import InfrastructureError, UsageError
+from sandbox_agent.errors import InfrastructureError
 from sandbox_agent.ledger.prices import Price, cost_micros
 from sandbox_agent.ledger.store import MICROS_PER_USD, Outcome, SpendLedger, SpendLimits
-from sandbox_agent.providers.base import ProviderOptions, Usage
+from sandbox_agent.providers.base import Usage
 from sandbox_agent.providers.errors import (
     ProviderError,
     ProviderFailed,
@@ -36,15 +36,8 @@ from sandbox_agent.providers.errors import (
     refused_connection,
     unreadable_error,
 )
+from sandbox_agent.providers.options import MeteredOptions
 
-DEFAULT_MAX_COST_USD = 1.00
-"""``--max-cost-usd``: estimated spend of one run."""
-DEFAULT_EXPERIMENT_BUDGET_USD = 10.00
-"""``--experiment-budget-usd``: estimated spend of all runs of one experiment."""
-DEFAULT_MAX_CALLS = 60
-"""Requests per run, retries included."""
-DEFAULT_MAX_TOKENS = 2_000_000
-"""Input plus output tokens per run."""
 DEFAULT_MAX_RETRIES = 4
 """Retries of one request after a 429, a 5xx or a timeout."""
 BACKOFF_BASE_SECONDS = 1.0
@@ -123,27 +116,13 @@ def estimate_input_tokens(payload: object) -> int:
     return math.ceil(size / INPUT_BYTES_PER_TOKEN) + INPUT_OVERHEAD_TOKENS
 
 
-def limits_from_options(options: ProviderOptions) -> SpendLimits:
-    """The budgets of a run: the flags given, the named defaults for the rest.
-
-    Raises:
-        UsageError: a spend budget is negative, infinite or not a number.
-    """
-
-    def pick(value: float | None, default: float, flag: str) -> float:
-        if value is None:
-            return default
-        if not 0 <= value < math.inf:
-            raise UsageError(f"--{flag} must be a finite number >= 0, not {value}")
-        return value
-
+def limits_from_options(options: MeteredOptions) -> SpendLimits:
+    """The budgets of a run (checked when the options were made)."""
     return SpendLimits(
-        max_cost_usd=pick(options.max_cost_usd, DEFAULT_MAX_COST_USD, "max-cost-usd"),
-        experiment_budget_usd=pick(
-            options.experiment_budget_usd, DEFAULT_EXPERIMENT_BUDGET_USD, "experiment-budget-usd"
-        ),
-        max_calls=DEFAULT_MAX_CALLS if options.max_calls is None else options.max_calls,
-        max_tokens=DEFAULT_MAX_TOKENS if options.max_tokens is None else options.max_tokens,
+        max_cost_usd=options.max_cost_usd,
+        experiment_budget_usd=options.experiment_budget_usd,
+        max_calls=options.max_calls,
+        max_tokens=options.max_tokens,
     )
 
 

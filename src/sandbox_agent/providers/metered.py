@@ -19,16 +19,10 @@ from sandbox_agent.providers.base import (
     Cancellation,
     ModelReply,
     ModelRequest,
-    ProviderOptions,
 )
 from sandbox_agent.providers.errors import RetryNotice
 from sandbox_agent.providers.gate import GatePass, check_gate
-from sandbox_agent.providers.http import (
-    DEFAULT_REQUEST_TIMEOUT_SECONDS,
-    BoundedTransport,
-    bounded_client,
-    bounded_failure,
-)
+from sandbox_agent.providers.http import BoundedTransport, bounded_client, bounded_failure
 from sandbox_agent.providers.meter import (
     Answer,
     Failure,
@@ -37,9 +31,9 @@ from sandbox_agent.providers.meter import (
     estimate_input_tokens,
     limits_from_options,
 )
+from sandbox_agent.providers.options import HostedOptions, MeteredOptions
 
 __all__ = [
-    "DEFAULT_REQUEST_TIMEOUT_SECONDS",
     "MeteredProvider",
     "Transport",
     "classify_sdk_error",
@@ -58,11 +52,9 @@ class Transport(NamedTuple):
     timeout_s: float
 
 
-def transport_for(options: ProviderOptions, default_timeout_s: float | None = None) -> Transport:
-    """A bounded transport and its client for ``--request-timeout`` (else the default)."""
-    timeout_s = (
-        options.request_timeout_seconds or default_timeout_s or (DEFAULT_REQUEST_TIMEOUT_SECONDS)
-    )
+def transport_for(options: MeteredOptions) -> Transport:
+    """A bounded transport and its client for ``--request-timeout`` (else the kind's default)."""
+    timeout_s = options.request_timeout_seconds
     transport = BoundedTransport(total_seconds=timeout_s)
     return Transport(transport, bounded_client(transport), timeout_s)
 
@@ -110,7 +102,7 @@ class Opened(NamedTuple):
             "timeout": self.bounded.timeout_s,
         }
 
-    def provider_arguments(self, client: Any, options: ProviderOptions) -> dict[str, Any]:
+    def provider_arguments(self, client: Any, options: MeteredOptions) -> dict[str, Any]:
         """``MeteredProvider``'s arguments for ``client``."""
         return {
             "client": client,
@@ -121,7 +113,7 @@ class Opened(NamedTuple):
         }
 
 
-def open_real(provider: Literal["anthropic", "openai"], options: ProviderOptions) -> Opened:
+def open_real(provider: Literal["anthropic", "openai"], options: HostedOptions) -> Opened:
     """Gate, meter and transport of a hosted provider.
 
     Raises:
@@ -201,7 +193,7 @@ class MeteredProvider:
 
 
 def open_meter(
-    provider: Literal["anthropic", "openai"], options: ProviderOptions
+    provider: Literal["anthropic", "openai"], options: HostedOptions
 ) -> tuple[GatePass, Meter]:
     """Pass the opt-in gate, price the model and open its spend meter.
 

@@ -22,14 +22,8 @@ from sandbox_agent.providers.base import (
     ModelReply,
     ModelRequest,
     Provider,
-    ProviderOptions,
 )
-from sandbox_agent.providers.chat_protocol import (
-    NATIVE,
-    ToolProtocol,
-    build_messages,
-    protocol_params,
-)
+from sandbox_agent.providers.chat_protocol import NATIVE, build_messages, protocol_params
 from sandbox_agent.providers.gate import KEY_ENV
 from sandbox_agent.providers.http import (
     BoundedTransport,
@@ -49,6 +43,7 @@ from sandbox_agent.providers.metered import (
     classify_sdk_error,
     open_real,
 )
+from sandbox_agent.providers.options import OpenAIOptions, ToolProtocol
 from sandbox_agent.providers.tooldefs import raw_tool_call
 
 TIMING_FIELDS = ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "cache_n")
@@ -198,7 +193,7 @@ class OpenAICompatProvider(MeteredProvider, Provider):
         )
 
 
-def create(options: ProviderOptions) -> Provider:
+def create(options: OpenAIOptions) -> Provider:
     """The ``openai`` provider, behind the opt-in gate.
 
     Raises:

@@ -8,11 +8,12 @@ text request, so a plan lists exactly the candidates a test expects, in order.
 from __future__ import annotations
 
 from sandbox_agent.errors import UsageError
-from sandbox_agent.providers.base import ModelReply, ModelRequest, Provider, ProviderOptions
+from sandbox_agent.providers.base import ModelReply, ModelRequest, Provider
+from sandbox_agent.providers.options import PlanOptions
 from sandbox_agent.providers.plan import Plan, load_plan
 
 
-def plan_from_options(options: ProviderOptions) -> Plan:
+def plan_from_options(options: PlanOptions) -> Plan:
     """The ``--plan`` file, else the fixture's reference plan.
 
     Raises:
@@ -50,7 +51,7 @@ class ScriptedProvider:
         return self.plan.whole_suite_test_runs()
 
 
-def create(options: ProviderOptions) -> Provider:
+def create(options: PlanOptions) -> Provider:
     """Factory of the provider table.
 
     Raises:

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from sandbox_agent.controller.models import Budgets, RepairOptions, Strategy, default_strategy
 from sandbox_agent.errors import SandboxAgentError
-from sandbox_agent.providers import PROVIDERS
+from sandbox_agent.providers import is_provider
 from sandbox_agent.providers.gate import KEY_ENV, OFFLINE_ENV
 from sandbox_agent.service.models import BudgetRequest, RepairRequest, SubmitRequest
 from sandbox_agent.service.repos import RepoRefused, check_repo
@@ -125,7 +125,7 @@ def provider_refusal(name: str, settings: ServiceSettings) -> str:
             f"provider {name!r} is not enabled on this server: start it with "
             f"serve --provider {name}{needs} ({keep}); enabled here: {enabled}"
         )
-    if name in PROVIDERS:
+    if is_provider(name):
         return (
             f"provider {name!r} is not enabled on this server: serve --provider {name} "
             f"enables it ({keep}); enabled here: {enabled}"

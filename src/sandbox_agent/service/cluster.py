@@ -39,6 +39,7 @@ from sandbox_agent.cluster.remote import (
 )
 from sandbox_agent.controller.models import RunConfig, RunResult
 from sandbox_agent.errors import InfrastructureError, SetupError, UsageError
+from sandbox_agent.providers.options import PlanOptions
 from sandbox_agent.sandbox.base import CancelToken, Runtime
 from sandbox_agent.service.one_run import EventSink
 
@@ -123,11 +124,12 @@ class ClusterRunFunction:
         fixtures_dir = config.fixtures_dir or default_fixtures_dir()
         fixture = copy_of(fixtures_dir / str(config.fixture))
         options = config.provider_options
-        plan = Path(options.plan_path).read_bytes() if options.plan_path else None
+        plan_path = options.plan_path if isinstance(options, PlanOptions) else None
+        plan = Path(plan_path).read_bytes() if plan_path else None
         shipped = config.model_copy(
             update={
-                "provider_options": options.model_copy(
-                    update={"plan_path": None, "ledger_path": self.ledger_location}
+                "provider_options": options.updated(
+                    plan_path=None, ledger_path=self.ledger_location
                 ),
                 "trace_dir": None,
             }
@@ -211,7 +213,7 @@ def run_service_run(
         options = config.provider_options
         if plan is not None:
             (root / "plan.json").write_bytes(plan)
-            options = options.model_copy(update={"plan_path": str(root / "plan.json")})
+            options = options.updated(plan_path=str(root / "plan.json"))
         here = config.model_copy(
             update={
                 "fixtures_dir": folder.parent,

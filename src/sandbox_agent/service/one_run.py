@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from sandbox_agent.controller.models import Budgets, RepairOptions, RunConfig, RunResult
 from sandbox_agent.controller.test_files import ALLOW_FLAG
 from sandbox_agent.errors import InfrastructureError, SetupError, UsageError, WorkspaceError
-from sandbox_agent.providers.base import ProviderOptions
+from sandbox_agent.providers import options_for
 from sandbox_agent.sandbox.base import CancelToken
 from sandbox_agent.service.plans import remove_plan, write_plan
 from sandbox_agent.service.private import private_dir
@@ -135,7 +135,9 @@ def run_config(
     fixtures_dir: Path | None = None,
 ) -> RunConfig:
     """The controller configuration of a stored run on this server."""
-    options = ProviderOptions(plan_path=str(plan_path) if plan_path else None, run_id=stored.id)
+    options = options_for(
+        stored.provider, plan_path=str(plan_path) if plan_path else None, run_id=stored.id
+    )
     budgets, repair = stored_limits(stored)
     return RunConfig(
         task=stored.task,

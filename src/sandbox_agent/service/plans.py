@@ -1,6 +1,6 @@
 """Inline plans on disk: a private file per run while it runs, and what a killed server left.
 
-The scripted provider reads its plan from a file (``ProviderOptions.plan_path``); the plan
+The scripted provider reads its plan from a file (``PlanOptions.plan_path``); the plan
 itself is kept in the run's database record. A file exists only while its run does, except
 after a server was killed: the next start removes those (SR-8 S8-8).
 """

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from sandbox_agent.providers import PROVIDERS, SIMULATED_PROVIDERS
+from sandbox_agent.providers import PROVIDERS, SIMULATED_PROVIDERS, is_provider
 from sandbox_agent.sandbox.base import Runtime
 from sandbox_agent.settings import default_fixtures_dir, state_home
 
@@ -146,7 +146,7 @@ class ServiceSettings(BaseModel):
     @classmethod
     def _known_providers(cls, providers: tuple[str, ...]) -> tuple[str, ...]:
         for name in providers:
-            if name not in PROVIDERS:
+            if not is_provider(name):
                 raise ValueError(
                     f"unknown provider {name!r}: the real ones are {', '.join(REAL_PROVIDERS)}"
                 )

@@ -23,7 +23,6 @@ from sandbox_agent.evals.results.records import (
 )
 
 REPORT_SCHEMA_VERSION = 1
-SIMULATED_PROVIDERS = frozenset({"scripted", "scripted-slow", "mock-adversarial", "injection"})
 HARNESS_NOTICE = (
     "Results from the scripted, mock-adversarial and injection providers validate the "
     "harness and the controller's enforcement (replayed reference plans, simulated "
@@ -61,8 +60,10 @@ class EvalReport(BaseModel):
 
 def notice_for(provider: str) -> str:
     """The report's notice: harness validation for the simulated providers, else whose
-    model results these are."""
-    if provider in SIMULATED_PROVIDERS:
+    model results these are (a test double is simulated where it is registered)."""
+    from sandbox_agent.providers import is_simulated
+
+    if is_simulated(provider):
         return HARNESS_NOTICE
     return f"Model results from provider {provider!r}."
 

@@ -33,6 +33,7 @@ from sandbox_agent.evals.running.heldout import (
 from sandbox_agent.evals.running.options import EvalOptions, RunTaskFn, build_config
 from sandbox_agent.evals.tasks.cases import EvalCase
 from sandbox_agent.evidence.chain import read_bounded
+from sandbox_agent.providers.options import HostedOptions, PlanOptions
 from sandbox_agent.sandbox.base import CancelToken, SandboxBackend, SandboxLimits
 
 
@@ -58,10 +59,15 @@ def _record_config(config: RunConfig, plan: Path | None = None) -> dict[str, Any
         "limits": config.limits.model_dump(),
         "runtime": config.runtime,
         "allowed_tools": list(config.allowed_tools),
-        "plan": str(plan) if plan else config.provider_options.reference_plan_path,
+        "plan": str(plan) if plan else _reference_plan(config),
         "strategy": config.strategy,
         **({"repair": config.repair.model_dump()} if config.strategy == "repair" else {}),
     }
+
+
+def _reference_plan(config: RunConfig) -> str | None:
+    options = config.provider_options
+    return options.reference_plan_path if isinstance(options, PlanOptions) else None
 
 
 def error_record(
@@ -69,13 +75,14 @@ def error_record(
 ) -> RunRecord:
     """The record of a run that did not finish (``HARNESS_ERROR``, never passed)."""
     task = case.task
+    options = config.provider_options
     return RunRecord(
         task_id=task.id,
         task_version=task.version,
         kind=task.kind,
         repeat=repeat,
         provider=config.provider,
-        model=config.provider_options.model or "",
+        model=(options.model if isinstance(options, HostedOptions) else None) or "",
         config=_record_config(config, plan),
         fixture=task.fixture,
         fixture_sha256="",
@@ -196,7 +203,8 @@ def run_case(
             case = _private_copies(case, Path(scratch))
         except OSError as error:
             why = f"its plan or held-out tests cannot be read: {error}"
-            return error_record(case, repeat, build_config(case, options, run_id, repeat), why)
+            config = build_config(case, options, run_id, repeat)
+            return error_record(case, repeat, config, why, plan=case.plan)
         config = build_config(case, options, run_id, repeat)  # every provider replays the copy
         copied = file_sha256(case_plan(case)), repository_sha256(case.held_out_dir)
         if inputs is not None and copied != (inputs.plan, inputs.held_out):

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from sandbox_agent.controller.models import (
     Budgets,
@@ -18,7 +18,7 @@ from sandbox_agent.controller.models import (
 )
 from sandbox_agent.deps.models import DepsOptions
 from sandbox_agent.evals.tasks.cases import EvalCase
-from sandbox_agent.providers.base import ProviderOptions
+from sandbox_agent.providers import ChosenProvider
 from sandbox_agent.sandbox.base import CancelToken, Runtime, SandboxBackend, SandboxLimits
 
 DEFAULT_JOBS = 1
@@ -43,21 +43,19 @@ class RunTaskFn(Protocol):
 BackendFactory = Callable[[], SandboxBackend]
 
 
-class EvalOptions(BaseModel):
-    """How every run of one eval is configured."""
+class EvalOptions(ChosenProvider):
+    """How every run of one eval is configured: the provider and its options
+    (``ChosenProvider``: from the real-model flags, base URL, prices, caps, ledger, tool
+    protocol, for every run; the plan, run id and model are set per run), and the rest."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    provider: str = "scripted"
     model: str | None = None
     runtime: Runtime = "runc"
     repeats: int = Field(DEFAULT_REPEATS, ge=1, le=MAX_REPEATS)
     jobs: int = Field(DEFAULT_JOBS, ge=1, le=MAX_JOBS)
     trace_dir: Path | None = None
     """Parent of every run's trace folder (``<results>/traces`` from the command)."""
-    provider_options: ProviderOptions = ProviderOptions()
-    """The real-model flags (base URL, prices, caps, ledger, tool protocol) of every run;
-    the plan, run id and model are set per run."""
     max_iterations: int | None = Field(None, ge=1, le=1000)
     """``--max-iterations``: every task's turn budget instead of its own (a real model
     may need other budgets than the reference plans; the report records them)."""
@@ -88,13 +86,11 @@ def build_config(case: EvalCase, options: EvalOptions, run_id: str, repeat: int 
         fixtures_dir=case.fixtures_dir,
         repo=case.repo,
         provider=options.provider,
-        provider_options=options.provider_options.model_copy(
-            update={
-                "plan_path": plan if options.provider == "scripted" else None,
-                "reference_plan_path": plan,
-                "run_id": run_id,
-                "model": options.model,
-            }
+        provider_options=options.provider_options.updated(
+            plan_path=plan if options.provider == "scripted" else None,
+            reference_plan_path=plan,
+            run_id=run_id,
+            model=options.model,
         ),
         runtime=options.runtime,
         budgets=Budgets(

@@ -146,15 +146,14 @@ class Scheduler:
         """What every node is given: no trace folder of ours, and for a real model the
         cluster's ledger on the head instead of a file."""
         from sandbox_agent.ledger.actor import start_ledger_actor
-        from sandbox_agent.providers import SIMULATED_PROVIDERS
+        from sandbox_agent.providers.options import MeteredOptions
 
         options = self.options.model_copy(update={"trace_dir": None})
-        if self.options.provider in SIMULATED_PROVIDERS:
+        metered = options.provider_options
+        if not isinstance(metered, MeteredOptions):  # a simulated provider spends nothing
             return options
-        self.ledger_actor, location = start_ledger_actor(
-            options.provider_options.ledger_path, NAMESPACE
-        )
-        provider_options = options.provider_options.model_copy(update={"ledger_path": location})
+        self.ledger_actor, location = start_ledger_actor(metered.ledger_path, NAMESPACE)
+        provider_options = metered.updated(ledger_path=location)
         return options.model_copy(update={"provider_options": provider_options})
 
     def _submitter(

@@ -1,8 +1,12 @@
-"""``scripted-slow``: the scripted provider, waiting ``TURN_SECONDS`` before each turn.
+"""``scripted-slow``, a test double: the scripted provider, waiting ``TURN_SECONDS``
+before each turn.
 
 A simulated model that takes the time a real one would, without using the CPU: for
 measuring how runs spread over cluster nodes (``make bench``) and for tests that need
-a run still going when something happens to its node. Not a model result.
+a run still going when something happens to its node. Not a model result, and not in
+the package: loading this file registers it (``providers.register_test_double``); the
+suite names it in ``SANDBOX_AGENT_TEST_DOUBLES`` (``tests/conftest.py``), so the
+processes a test starts (the CLI, ``serve``, Ray nodes) load it too.
 """
 
 from __future__ import annotations
@@ -12,16 +16,13 @@ from collections.abc import Callable
 
 from typing_extensions import override
 
-from sandbox_agent.providers.base import (
-    Cancellation,
-    ModelReply,
-    ModelRequest,
-    Provider,
-    ProviderOptions,
-)
+from sandbox_agent.providers import register_test_double
+from sandbox_agent.providers.base import Cancellation, ModelReply, ModelRequest, Provider
 from sandbox_agent.providers.errors import RetryNotice
+from sandbox_agent.providers.options import PlanOptions
 from sandbox_agent.providers.scripted import ScriptedProvider, plan_from_options
 
+NAME = "scripted-slow"
 TURN_SECONDS = 1.0
 
 
@@ -29,7 +30,7 @@ class SlowScriptedProvider(ScriptedProvider):
     """Each turn is the plan's next step, given after ``TURN_SECONDS`` (or the deadline,
     or the run's cancel: a thinking model is interrupted like a real one)."""
 
-    name = "scripted-slow"
+    name = NAME
     _cancel: Cancellation | None = None
 
     def watch(
@@ -51,10 +52,13 @@ class SlowScriptedProvider(ScriptedProvider):
         return reply.model_copy(update={"model": self.name})
 
 
-def create(options: ProviderOptions) -> Provider:
-    """Factory of the provider table.
+def create(options: PlanOptions) -> Provider:
+    """The double's factory: the plan, as ``scripted`` finds it.
 
     Raises:
         UsageError: no plan, or a bad plan file.
     """
     return SlowScriptedProvider(plan_from_options(options))
+
+
+register_test_double(NAME, create, PlanOptions)
