@@ -12,26 +12,10 @@ from typing import Any
 import anthropic
 from typing_extensions import override
 
-from sandbox_agent.providers.base import (
-    CUT_OFF_NOTE,
-    ModelReply,
-    ModelRequest,
-    Provider,
-)
+from sandbox_agent.providers.base import CUT_OFF_NOTE, ModelRequest, Provider
 from sandbox_agent.providers.gate import KEY_ENV
-from sandbox_agent.providers.meter import (
-    Answer,
-    Failure,
-    TokenCounts,
-    read_answer,
-    token_counts,
-)
-from sandbox_agent.providers.metered import (
-    MeteredProvider,
-    SdkErrors,
-    classify_sdk_error,
-    open_real,
-)
+from sandbox_agent.providers.meter import Answer, TokenCounts, read_answer, token_counts
+from sandbox_agent.providers.metered import MeteredProvider, SdkErrors, open_client
 from sandbox_agent.providers.options import AnthropicOptions
 from sandbox_agent.providers.tooldefs import (
     anthropic_tools,
@@ -90,19 +74,6 @@ def reply_text(message: anthropic.types.Message) -> tuple[str, tuple[str, ...]]:
     return raw_tool_call(tool_uses[0].name, tool_uses[0].input), tuple(notes)
 
 
-SDK_ERRORS = SdkErrors(
-    anthropic.APIStatusError,
-    anthropic.APIConnectionError,
-    anthropic.APITimeoutError,
-    anthropic.APIError,
-)
-
-
-def classify(error: Exception) -> Failure | None:
-    """An SDK error as a ledger ``Failure``; None for anything that is not an API error."""
-    return classify_sdk_error(error, SDK_ERRORS, KEY_ENV["anthropic"])
-
-
 def usage_of(message: anthropic.types.Message) -> TokenCounts | None:
     """Input (cache reads and writes included, priced as input) and output tokens."""
     usage = message.usage
@@ -119,17 +90,18 @@ class AnthropicProvider(MeteredProvider, Provider):
     """Model turns from the Messages API, each request metered through the spend ledger."""
 
     name = "anthropic"
+    sdk_errors = SdkErrors(
+        anthropic.APIStatusError,
+        anthropic.APIConnectionError,
+        anthropic.APITimeoutError,
+        anthropic.APIError,
+    )
+    key_env = KEY_ENV["anthropic"]
 
     @override
-    def complete(self, request: ModelRequest) -> ModelReply:
-        """Return the next turn from the Messages API (a tool call as raw text, or text).
-
-        Raises:
-            BudgetExhausted: a spend, call or token budget would be exceeded by this request.
-            InfrastructureError: the API could not be reached or refused, after retries.
-        """
-        tools, cap = self._offer(request)
-        text_mode = request.mode == "text"
+    def _params(
+        self, request: ModelRequest, tools: list[dict[str, object]], cap: int
+    ) -> dict[str, Any]:
         offered = {str(tool["name"]) for tool in tools}
         params: dict[str, Any] = {
             "model": self._model,
@@ -137,29 +109,24 @@ class AnthropicProvider(MeteredProvider, Provider):
             "system": request.system,
             "messages": build_messages(request, offered),
         }
-        if not text_mode:
+        if request.mode != "text":
             params["tools"] = anthropic_tools(tools)
             # One tool call per turn. Not forced ("any"): newer models refuse forced tool
             # use, and a turn without a tool call is counted by the controller anyway.
             params["tool_choice"] = {"type": "auto", "disable_parallel_tool_use": True}
         if request.sampling is not None:  # the Messages API takes no seed
             params["temperature"] = min(request.sampling.temperature, 1.0)
-        return self._send(
-            request,
-            lambda: read(self._client.messages.create(**params)),
-            params,
-            cap=cap,
-            classify=classify,
-        )
+        return params
+
+    @override
+    def _answer(self, params: dict[str, Any], request: ModelRequest) -> Answer:
+        return read(self._client.messages.create(**params))
 
 
 def create(options: AnthropicOptions) -> Provider:
-    """The ``anthropic`` provider, behind the opt-in gate.
+    """The ``anthropic`` provider, behind the opt-in gate (``metered.open_client``).
 
     Raises:
-        UsageError: the gate is closed (naming what is missing), the model has no known
-            price, or the ledger cannot be opened.
+        UsageError: what ``open_client`` refuses.
     """
-    opened = open_real("anthropic", options)
-    client = anthropic.Anthropic(**opened.sdk_arguments(options.base_url))
-    return AnthropicProvider(**opened.provider_arguments(client, options))
+    return AnthropicProvider(**open_client("anthropic", options, anthropic.Anthropic))

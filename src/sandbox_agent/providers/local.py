@@ -19,13 +19,12 @@ import openai
 from typing_extensions import override
 
 from sandbox_agent.errors import InfrastructureError, ModelServerGone
-from sandbox_agent.ledger.opening import open_ledger
 from sandbox_agent.ledger.prices import Price
 from sandbox_agent.localmodel import pins, process, server
 from sandbox_agent.providers.base import ModelReply, ModelRequest, Provider
-from sandbox_agent.providers.meter import Failure, Meter, limits_from_options
-from sandbox_agent.providers.metered import transport_for
-from sandbox_agent.providers.openai_compat import OpenAICompatProvider, default_classify
+from sandbox_agent.providers.meter import Failure
+from sandbox_agent.providers.metered import meter_for, sdk_client, transport_for
+from sandbox_agent.providers.openai_compat import OpenAICompatProvider
 from sandbox_agent.providers.options import LocalOptions
 
 DEFAULT_SEED = 1234
@@ -41,6 +40,14 @@ class LocalProvider(OpenAICompatProvider, Provider):
     def __init__(self, *, record: server.ServerRecord, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._record = record
+
+    @override
+    def sdk_failure(self, error: Exception) -> Failure | None:
+        """A failed request to a server that is no longer running: final, not retried;
+        else as for any OpenAI-compatible server."""
+        if not server.alive(self._record):
+            return Failure("failed", False, False, None, "the local model server is not running")
+        return super().sdk_failure(error)
 
     def prompt_token_budget(self) -> int | None:
         """The server's context window (``model start --context-tokens``) less the reply cap."""
@@ -72,13 +79,6 @@ class LocalProvider(OpenAICompatProvider, Provider):
             ) from None
 
 
-def gone_failure(record: server.ServerRecord) -> Failure | None:
-    """A failed request to a server that is no longer running: final, not retried."""
-    if server.alive(record):
-        return None
-    return Failure("failed", False, False, None, "the local model server is not running")
-
-
 def create(options: LocalOptions) -> Provider:
     """The ``local`` provider, its server started if it is not running.
 
@@ -89,33 +89,20 @@ def create(options: LocalOptions) -> Provider:
     """
     record = server.ensure_running()
     bounded = transport_for(options)
-    client = openai.OpenAI(
-        api_key=server.read_key(record),
-        http_client=bounded.http_client,
-        base_url=f"{record.root}/v1",
-        max_retries=0,
-        timeout=bounded.timeout_s,
+    base_url = f"{record.root}/v1"
+    client = sdk_client(
+        openai.OpenAI, api_key=server.read_key(record), base_url=base_url, bounded=bounded
     )
     client.organization = None
     client.project = None
-    meter = Meter(
-        ledger=open_ledger(options.ledger_path),
-        limits=limits_from_options(options),
-        price=Price(0.0, 0.0),
-        model=pins.MODEL_NAME,
-        provider="local",
-        experiment=options.experiment,
-        run_id=options.run_id,
-    )
     return LocalProvider(
         record=record,
         client=client,
         transport=bounded.transport,
         model=pins.MODEL_NAME,
-        meter=meter,
+        meter=meter_for(options, provider="local", model=pins.MODEL_NAME, price=Price(0.0, 0.0)),
         max_output_tokens=options.max_output_tokens,
         official=False,
         protocol=options.tool_protocol,
         sampling={"temperature": 0.0, "seed": DEFAULT_SEED},
-        classify=lambda error: gone_failure(record) or default_classify(error),
     )

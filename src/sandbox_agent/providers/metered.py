@@ -10,10 +10,10 @@ once (``MeteredProvider``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, NamedTuple
+from typing import Any, ClassVar, Literal, NamedTuple
 
 from sandbox_agent.ledger.opening import open_ledger
-from sandbox_agent.ledger.prices import price_for
+from sandbox_agent.ledger.prices import Price, price_for
 from sandbox_agent.providers.base import (
     CUT_OFF_NOTE,
     Cancellation,
@@ -35,10 +35,13 @@ from sandbox_agent.providers.options import HostedOptions, MeteredOptions
 
 __all__ = [
     "MeteredProvider",
+    "SdkErrors",
     "Transport",
     "classify_sdk_error",
+    "meter_for",
+    "open_client",
     "open_meter",
-    "open_real",
+    "sdk_client",
     "send_metered",
     "transport_for",
 ]
@@ -84,51 +87,55 @@ def classify_sdk_error(error: Exception, errors: SdkErrors, key_env: str) -> Fai
     return None
 
 
-class Opened(NamedTuple):
-    """A real provider past its gate: the checked pass, its meter and its transport."""
-
-    passed: GatePass
-    meter: Meter
-    bounded: Transport
-
-    def sdk_arguments(self, base_url: str | None) -> dict[str, Any]:
-        """The SDK client's arguments: the key, the bounded transport, no SDK retries
-        (the meter retries, through the ledger)."""
-        return {
-            "api_key": self.passed.api_key,
-            "http_client": self.bounded.http_client,
-            "base_url": base_url,
-            "max_retries": 0,
-            "timeout": self.bounded.timeout_s,
-        }
-
-    def provider_arguments(self, client: Any, options: MeteredOptions) -> dict[str, Any]:
-        """``MeteredProvider``'s arguments for ``client``."""
-        return {
-            "client": client,
-            "transport": self.bounded.transport,
-            "model": self.passed.model,
-            "meter": self.meter,
-            "max_output_tokens": options.max_output_tokens,
-        }
+def sdk_client(
+    sdk: Callable[..., Any], *, api_key: str, base_url: str | None, bounded: Transport
+) -> Any:
+    """An official SDK's client on the bounded transport, with no retries of its own (the
+    meter retries, through the ledger)."""
+    return sdk(
+        api_key=api_key,
+        http_client=bounded.http_client,
+        base_url=base_url,
+        max_retries=0,
+        timeout=bounded.timeout_s,
+    )
 
 
-def open_real(provider: Literal["anthropic", "openai"], options: HostedOptions) -> Opened:
-    """Gate, meter and transport of a hosted provider.
+def open_client(
+    provider: Literal["anthropic", "openai"], options: HostedOptions, sdk: Callable[..., Any]
+) -> dict[str, Any]:
+    """A hosted provider past its gate: its meter, bounded transport and SDK client, as
+    the arguments of its ``MeteredProvider``.
 
     Raises:
         UsageError: the gate is closed (naming what is missing), the model has no known
             price, or the ledger cannot be opened.
     """
     passed, meter = open_meter(provider, options)
-    return Opened(passed, meter, transport_for(options))
+    bounded = transport_for(options)
+    return {
+        "client": sdk_client(
+            sdk, api_key=passed.api_key, base_url=options.base_url, bounded=bounded
+        ),
+        "transport": bounded.transport,
+        "model": passed.model,
+        "meter": meter,
+        "max_output_tokens": options.max_output_tokens,
+    }
 
 
 class MeteredProvider:
     """What a real provider holds and does the same way: its SDK client on a bounded
-    transport, its spend meter and reply cap; one request sent through the ledger; the
-    run's cancel watched (``providers.base.Watchful``: it stops the request in flight,
-    ends the wait before a retry and sends no retry after it)."""
+    transport, its spend meter and reply cap; one request made, sent through the ledger
+    and read, its errors classified; the run's cancel watched
+    (``providers.base.Watchful``: it stops the request in flight, ends the wait before a
+    retry and sends no retry after it). A provider says only how its API takes a request
+    (``_params``), how it is sent and read (``_answer``), and its SDK's errors."""
+
+    name: str
+    sdk_errors: ClassVar[SdkErrors]
+    key_env: ClassVar[str]
+    """Where the provider's key is read from, named by a 401 or 403."""
 
     def __init__(
         self,
@@ -149,38 +156,46 @@ class MeteredProvider:
         """Close the SDK's HTTP connections."""
         self._client.close()
 
-    def _offer(self, request: ModelRequest) -> tuple[list[dict[str, object]], int]:
-        """The tools a request offers (none in ``text`` mode) and its reply cap."""
+    def complete(self, request: ModelRequest) -> ModelReply:
+        """Return the next turn: the first tool call as raw text, or the text answer
+        as-is; one request through the ledger, bounded by the run's deadline.
+
+        Raises:
+            BudgetExhausted: a spend, call or token budget would be exceeded by this request.
+            InfrastructureError: the API could not be reached or refused, after retries.
+        """
         from sandbox_agent.providers.tooldefs import tool_definitions
 
         tools = [] if request.mode == "text" else (request.tools or tool_definitions())
-        return tools, request.max_output_tokens or self._max_output_tokens
-
-    def _send(
-        self,
-        request: ModelRequest,
-        read: Callable[[], Answer],
-        params: dict[str, Any],
-        *,
-        cap: int,
-        classify: Callable[[Exception], Failure | None],
-    ) -> ModelReply:
-        """Send one request through the ledger, bounded by the run's deadline.
-
-        Raises:
-            BudgetExhausted: a reservation would exceed a budget.
-            InfrastructureError: the request failed for good.
-        """
+        cap = request.max_output_tokens or self._max_output_tokens
+        params = self._params(request, tools, cap)
         self._transport.run_deadline = request.deadline
         return send_metered(
             self._meter,
-            read,
+            lambda: self._answer(params, request),
             params,
             model=self._model,
             max_output_tokens=cap,
-            classify=lambda error: bounded_failure(error, self._transport) or classify(error),
+            classify=lambda error: (
+                bounded_failure(error, self._transport) or self.sdk_failure(error)
+            ),
             deadline=request.deadline,
         )
+
+    def _params(
+        self, request: ModelRequest, tools: list[dict[str, object]], cap: int
+    ) -> dict[str, Any]:
+        """The API's arguments for ``request``: the transcript and the tools offered (none
+        in ``text`` mode) in its own form, and the reply cap."""
+        raise NotImplementedError
+
+    def _answer(self, params: dict[str, Any], request: ModelRequest) -> Answer:
+        """Send ``params`` with the SDK and read the answer, or ``UnreadableAnswer``."""
+        raise NotImplementedError
+
+    def sdk_failure(self, error: Exception) -> Failure | None:
+        """An SDK error as a ledger ``Failure``; None for anything that is not an API error."""
+        return classify_sdk_error(error, self.sdk_errors, self.key_env)
 
     def watch(
         self, cancel: Cancellation, on_retry: Callable[[RetryNotice], None] | None = None
@@ -212,16 +227,24 @@ def open_meter(
         input_per_mtok=options.price_per_mtok_in,
         output_per_mtok=options.price_per_mtok_out,
     )
-    meter = Meter(
+    return passed, meter_for(options, provider=provider, model=passed.model, price=price)
+
+
+def meter_for(options: MeteredOptions, *, provider: str, model: str, price: Price) -> Meter:
+    """The spend meter of one run: its ledger, limits, experiment and run, at ``price``.
+
+    Raises:
+        UsageError: the ledger cannot be opened.
+    """
+    return Meter(
         ledger=open_ledger(options.ledger_path),
         limits=limits_from_options(options),
         price=price,
-        model=passed.model,
+        model=model,
         provider=provider,
         experiment=options.experiment,
         run_id=options.run_id,
     )
-    return passed, meter
 
 
 def send_metered(

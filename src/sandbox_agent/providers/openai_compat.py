@@ -10,39 +10,18 @@ as-is, for the controller to count as an invalid output.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 import openai
 from openai.types.chat import ChatCompletion
 from typing_extensions import override
 
-from sandbox_agent.providers.base import (
-    CUT_OFF_NOTE,
-    ModelReply,
-    ModelRequest,
-    Provider,
-)
+from sandbox_agent.providers.base import CUT_OFF_NOTE, ModelRequest, Provider
 from sandbox_agent.providers.chat_protocol import NATIVE, build_messages, protocol_params
 from sandbox_agent.providers.gate import KEY_ENV
-from sandbox_agent.providers.http import (
-    BoundedTransport,
-    bounded_failure,
-)
-from sandbox_agent.providers.meter import (
-    Answer,
-    Failure,
-    Meter,
-    TokenCounts,
-    read_answer,
-    token_counts,
-)
-from sandbox_agent.providers.metered import (
-    MeteredProvider,
-    SdkErrors,
-    classify_sdk_error,
-    open_real,
-)
+from sandbox_agent.providers.http import BoundedTransport
+from sandbox_agent.providers.meter import Answer, Meter, TokenCounts, read_answer, token_counts
+from sandbox_agent.providers.metered import MeteredProvider, SdkErrors, open_client
 from sandbox_agent.providers.options import OpenAIOptions, ToolProtocol
 from sandbox_agent.providers.tooldefs import raw_tool_call
 
@@ -76,21 +55,6 @@ def reply_text(completion: ChatCompletion, *, native: bool = True) -> tuple[str,
     if not isinstance(args, dict):
         return first.arguments, (*notes, "tool arguments are not an object; passed on as-is")
     return raw_tool_call(first.name, args), notes
-
-
-SDK_ERRORS = SdkErrors(
-    openai.APIStatusError, openai.APIConnectionError, openai.APITimeoutError, openai.APIError
-)
-
-
-def classify(error: Exception) -> Failure | None:
-    """An SDK error as a ledger ``Failure``; None for anything that is not an API error."""
-    return classify_sdk_error(error, SDK_ERRORS, KEY_ENV["openai"])
-
-
-def default_classify(error: Exception) -> Failure | None:
-    """This client's bounds first, then the SDK's errors."""
-    return bounded_failure(error) or classify(error)
 
 
 def usage_of(completion: ChatCompletion) -> TokenCounts | None:
@@ -130,6 +94,10 @@ class OpenAICompatProvider(MeteredProvider, Provider):
     """Model turns from a chat completions endpoint, each request metered through the ledger."""
 
     name = "openai"
+    sdk_errors = SdkErrors(
+        openai.APIStatusError, openai.APIConnectionError, openai.APITimeoutError, openai.APIError
+    )
+    key_env = KEY_ENV["openai"]
 
     def __init__(
         self,
@@ -142,7 +110,6 @@ class OpenAICompatProvider(MeteredProvider, Provider):
         official: bool,
         protocol: ToolProtocol | None = None,
         sampling: dict[str, Any] | None = None,
-        classify: Callable[[Exception], Failure | None] | None = None,
     ) -> None:
         super().__init__(
             client=client,
@@ -154,19 +121,12 @@ class OpenAICompatProvider(MeteredProvider, Provider):
         self._official = official
         self._protocol: ToolProtocol = protocol or ("required" if official else "tools")
         self._sampling = dict(sampling or {})
-        self._classify = classify or default_classify
 
     @override
-    def complete(self, request: ModelRequest) -> ModelReply:
-        """Return the next turn: the first tool call as raw text, or the text answer as-is.
-
-        Raises:
-            BudgetExhausted: a spend, call or token budget would be exceeded by this request.
-            InfrastructureError: the API could not be reached or refused, after retries.
-        """
-        tools, cap = self._offer(request)
+    def _params(
+        self, request: ModelRequest, tools: list[dict[str, object]], cap: int
+    ) -> dict[str, Any]:
         text_mode = request.mode == "text"
-        native = self._protocol in NATIVE and not text_mode
         sampling = dict(self._sampling)
         if request.sampling is not None:
             sampling = request.sampling.model_dump(exclude_none=True)
@@ -184,31 +144,26 @@ class OpenAICompatProvider(MeteredProvider, Provider):
         else:
             # Local servers differ in what they accept: only the oldest, widest-known fields.
             params["max_tokens"] = cap
-        return self._send(
-            request,
-            lambda: read(self._client.chat.completions.create(**params), native=native),
-            params,
-            cap=cap,
-            classify=self._classify,
-        )
+        return params
+
+    @override
+    def _answer(self, params: dict[str, Any], request: ModelRequest) -> Answer:
+        native = self._protocol in NATIVE and request.mode != "text"
+        return read(self._client.chat.completions.create(**params), native=native)
 
 
 def create(options: OpenAIOptions) -> Provider:
-    """The ``openai`` provider, behind the opt-in gate.
+    """The ``openai`` provider, behind the opt-in gate (``metered.open_client``).
 
     Raises:
-        UsageError: the gate is closed (naming what is missing), the model has no known
-            price, or the ledger cannot be opened.
+        UsageError: what ``open_client`` refuses.
     """
-    opened = open_real("openai", options)
-    client = openai.OpenAI(**opened.sdk_arguments(options.base_url))
+    arguments = open_client("openai", options, openai.OpenAI)
     if options.base_url is not None:
         # The SDK reads OPENAI_ORG_ID and OPENAI_PROJECT_ID from the environment and sends
         # them as headers: the operator's account ids are no business of another server.
-        client.organization = None
-        client.project = None
+        arguments["client"].organization = None
+        arguments["client"].project = None
     return OpenAICompatProvider(
-        **opened.provider_arguments(client, options),
-        official=options.base_url is None,
-        protocol=options.tool_protocol,
+        **arguments, official=options.base_url is None, protocol=options.tool_protocol
     )
