@@ -200,8 +200,11 @@ def fenced(header: str, code: str, language: str = "python") -> str:
 
 
 def what_to_write(names: Iterable[str]) -> str:
-    """``function `f``` or ``functions `f` and `g```, for the last line of a prompt."""
-    quoted = [f"`{name}`" for name in dict.fromkeys(names)]
+    """``function `f```, ``functions `f` and `g```, ``method `Cart.total``` or ``methods
+    `Cart.add` and `Cart.total``` (qualified names), for the last line of a prompt."""
+    unique = list(dict.fromkeys(names))
+    quoted = [f"`{name}`" for name in unique]
+    kind = "method" if all("." in name for name in unique) else "function"
     if len(quoted) == 1:
-        return f"function {quoted[0]}"
-    return f"functions {', '.join(quoted[:-1])} and {quoted[-1]}"
+        return f"{kind} {quoted[0]}"
+    return f"{kind}s {', '.join(quoted[:-1])} and {quoted[-1]}"

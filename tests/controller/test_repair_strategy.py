@@ -269,3 +269,115 @@ def test_a_repository_allowed_no_tests_gets_an_answer_and_no_change(tmp_path: Pa
     assert result.diff == ""
     assert result.candidates == []
     assert result.model_summary == "It adds two numbers."
+
+
+PAGINATOR = """\
+class Paginator:
+    def __init__(self, items, per_page=10):
+        self.items = list(items)
+        self.per_page = per_page
+
+    @property
+    def page_count(self):
+        return len(self.items) // self.per_page
+
+    def page(self, number):
+        start = (number - 1) * self.per_page
+        return self.items[start : start + self.per_page]
+"""
+PAGINATOR_TESTS = """\
+import unittest
+
+from paginator import Paginator
+
+
+class PaginatorTests(unittest.TestCase):
+    def setUp(self):
+        self.paginator = Paginator(range(10), per_page=3)
+
+    def test_page_count(self):
+        self.assertEqual(self.paginator.page_count, 4)
+"""
+PAGINATOR_OUTPUT = b"""\
+F
+======================================================================
+FAIL: test_page_count (tests.test_paginator.PaginatorTests.test_page_count)
+----------------------------------------------------------------------
+Traceback (most recent call last):
+  File "/workspace/tests/test_paginator.py", line 11, in test_page_count
+    self.assertEqual(self.paginator.page_count, 4)
+AssertionError: 3 != 4
+
+----------------------------------------------------------------------
+Ran 1 test in 0.001s
+
+FAILED (failures=1)
+"""
+PAGINATOR_FAILING = completed(exit_code=1, tests_run=1, failures=1, output=PAGINATOR_OUTPUT)
+PAGE_COUNT_FIXED = (
+    "```python\n@property\ndef page_count(self):\n"
+    "    return -(-len(self.items) // self.per_page)\n```"
+)
+
+
+def _package_repo(tmp_path: Path, tests: str = PAGINATOR_TESTS) -> Path:
+    repo = tmp_path / "repo"
+    (repo / "paginator").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / "paginator" / "__init__.py").write_text(
+        'from .core import Paginator\n\n__all__ = ["Paginator"]\n'
+    )
+    (repo / "paginator" / "core.py").write_text(PAGINATOR)
+    (repo / "tests" / "__init__.py").write_text("")
+    (repo / "tests" / "test_paginator.py").write_text(tests)
+    return repo
+
+
+def test_a_class_imported_through_a_package_is_repaired_method_by_method(tmp_path: Path) -> None:
+    result, _ = run(
+        tmp_path,
+        [PAGE_COUNT_FIXED],
+        [PAGINATOR_FAILING, PASSING],
+        repo=_package_repo(tmp_path),
+    )
+    assert result.status == "SUCCEEDED", result.reason
+    assert [c.outcome for c in result.candidates] == ["passed"]
+    assert result.candidates[0].functions == ["page_count"]
+    assert result.files_changed == ["paginator/core.py"]
+    assert "+        return -(-len(self.items) // self.per_page)" in result.diff
+
+
+def test_what_the_model_is_shown_of_a_class(tmp_path: Path) -> None:
+    from sandbox_agent.controller.repair_loop import repair_prompt
+    from sandbox_agent.repair.failures import frames
+    from sandbox_agent.repair.localise import localise
+
+    repo = _package_repo(tmp_path)
+    output = PAGINATOR_OUTPUT.decode()
+
+    def read(path: str) -> str | None:
+        return (repo / path).read_text() if (repo / path).is_file() else None
+
+    context = localise(frames(output), read, lambda path: path.startswith("tests"))
+    shown = repair_prompt("Fix the paginator.", output, context)
+    assert "# paginator/core.py, lines 6-8, in class Paginator\n    @property\n" in shown
+    assert "You may edit: paginator/core.py." in shown
+    assert shown.rstrip().endswith(
+        "methods `Paginator.page_count` and `Paginator.__init__` in one ```python code block."
+    )
+
+
+def test_a_run_with_nothing_to_repair_says_why_in_its_reason(tmp_path: Path) -> None:
+    tests = PAGINATOR_TESTS.replace("from paginator import Paginator", "Paginator = dict")
+    result, _ = run(
+        tmp_path,
+        [PAGE_COUNT_FIXED],
+        [PAGINATOR_FAILING, PAGINATOR_FAILING],
+        repo=_package_repo(tmp_path, tests),
+    )
+    assert result.status == "FAILED"
+    assert result.budget_used.iterations == 0
+    assert result.reason.startswith("the final tests fail")
+    assert "the repair strategy found no function to repair from the failing tests" in result.reason
+    assert "tests/test_paginator.py" in result.reason
+    assert "--strategy tools" in result.reason

@@ -55,3 +55,14 @@ def test_success_needs_every_piece_of_evidence() -> None:
     verdict = compute_status(evidence())
     assert verdict.status == "SUCCEEDED"
     assert "verified sandbox" in verdict.reason
+
+
+def test_a_loop_that_tried_nothing_says_why_after_the_final_tests() -> None:
+    untried = {"loop_reason": "found nothing to repair", "loop_untried": True}
+    failed = compute_status(evidence(final_tests=FAILED._replace(verdict="1 failed"), **untried))
+    assert failed == ("FAILED", "the final tests fail: 1 failed; found nothing to repair")
+    assert compute_status(evidence(**untried)).reason.startswith("the final tests pass")
+    stopped = compute_status(
+        evidence(loop_end="timeout", loop_reason="wall clock", loop_untried=True)
+    )
+    assert stopped == ("TIMEOUT", "wall clock")

@@ -39,6 +39,10 @@ class LoopState:
 class LoopStop:
     end: LoopEnd
     reason: str
+    untried: bool = False
+    """The loop ended before it tried anything (the ``repair`` strategy found no function
+    to repair): ``reason`` then follows the final tests' in the status reason, which
+    would otherwise not say why nothing was tried."""
 
 
 def check_budgets(config: RunConfig, state: LoopState, cancel: CancelToken) -> LoopStop | None:

@@ -157,6 +157,7 @@ def make_result(
             original_intact=sha_after == workspace.sha256_before,
             protected_in_diff=tuple(policy.check_final_diff(files)),
             final_tests=final_evidence,
+            loop_untried=stop.untried,
         )
     )
     state.used.wall_seconds = round(time.monotonic() - started, 3)

@@ -47,5 +47,23 @@ def repair_prompt(task: str, output: str, context: Context) -> str:
         tests=f"\nThe failing test (read-only):\n{tests}" if tests else "",
         targets="".join(prompts.fenced(s.header(), s.source) for s in context.targets),
         editable=", ".join(dict.fromkeys(s.path for s in context.targets)),
-        what=prompts.what_to_write(s.name for s in context.targets),
+        what=prompts.what_to_write(s.qualname for s in context.targets),
+    )
+
+
+def nothing_to_repair(context: Context) -> str:
+    """Why the strategy stops before its first model call when localisation found no
+    function, and what to do instead: said in the run's status reason."""
+    if context.searched:
+        found = (
+            "no function or method was found among what "
+            f"{', '.join(context.searched)} import{'s' if len(context.searched) == 1 else ''}"
+            " from editable modules"
+        )
+    else:
+        found = "no failing test module was found"
+    why = f"no traceback frame reaches an editable file, and {found}"
+    return (
+        f"the repair strategy found no function to repair from the failing tests ({why}); "
+        "try --strategy tools"
     )

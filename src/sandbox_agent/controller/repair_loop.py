@@ -26,6 +26,7 @@ from sandbox_agent.controller.repair_answer import answer
 from sandbox_agent.controller.repair_context import (
     FAILURE_CHARS,
     localise_run,
+    nothing_to_repair,
     read_text,
     repair_prompt,
 )
@@ -151,11 +152,12 @@ class _Repair:
             output = f"The tests did not finish: {baseline.reason}\n{output}"
         context = localise_run(self.toolbox, output)
         if not context.targets:
-            return LoopStop("finished", "no editable function was found from the failing tests")
+            return LoopStop("finished", nothing_to_repair(context), untried=True)
         texts = {site.path: read_text(self.toolbox, site.path) for site in context.targets}
         original = {path: text for path, text in texts.items() if text is not None}
         if len(original) != len(texts):  # localise read them a moment ago
-            return LoopStop("finished", "a file to repair could not be read again")
+            why = "the repair strategy could not read a file to repair again"
+            return LoopStop("finished", why, untried=True)
         self.search = _Search(original=original, current={}, baseline=baseline)
         self.search.current = dict(self.search.original)
         shown = dict.fromkeys([s.path for s in context.targets + context.tests])
@@ -169,7 +171,7 @@ class _Repair:
     def _search(self, task: str, targets: list[Site]) -> LoopStop:
         assert self.search is not None  # noqa: S101 - set by _run
         options = self.options
-        what = prompts.what_to_write(s.name for s in targets)
+        what = prompts.what_to_write(s.qualname for s in targets)
         history: list[Exchange] = []
         for round_ in range(options.rounds + 1):
             count = options.candidates if round_ == 0 else options.round_candidates

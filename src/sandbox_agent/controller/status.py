@@ -21,6 +21,9 @@ First match wins:
  11b  final tests passed but left out tests the original had       FAILED
  12   final tests passed in a verified sandbox                     SUCCEEDED
 ====  ==========================================================  ==================
+
+A FAILED run whose loop ended before it tried anything (``Evidence.loop_untried``: the
+``repair`` strategy found nothing to repair) adds the loop's reason after its own.
 """
 
 from __future__ import annotations
@@ -76,6 +79,9 @@ class Evidence(NamedTuple):
     original_intact: bool
     protected_in_diff: tuple[str, ...]
     final_tests: FinalTestEvidence | None
+    loop_untried: bool = False
+    """The loop ended "finished" before trying anything: a FAILED reason adds
+    ``loop_reason`` after its own (``LoopStop.untried``)."""
 
 
 class StatusDecision(NamedTuple):
@@ -94,7 +100,15 @@ _LOOP_STATUS: dict[LoopEnd, RunStatus] = {
 
 
 def compute_status(evidence: Evidence) -> StatusDecision:
-    """The run's terminal status and a one-line reason (the table in this module's docstring)."""
+    """The run's terminal status and a one-line reason (the table in this module's
+    docstring); a FAILED run whose loop tried nothing says why after it."""
+    decision = _decide(evidence)
+    if evidence.loop_untried and evidence.loop_end == "finished" and decision.status == "FAILED":
+        return decision._replace(reason=f"{decision.reason}; {evidence.loop_reason}")
+    return decision
+
+
+def _decide(evidence: Evidence) -> StatusDecision:
     if evidence.loop_end != "finished":
         return StatusDecision(_LOOP_STATUS[evidence.loop_end], evidence.loop_reason)
     if not evidence.original_intact:

@@ -7,6 +7,8 @@ functions of text and syntax trees, each testable on its own:
 
     failures   test output -> failing tests, traceback frames, the failure's own text
     localise   frames + the repository's files -> the functions to edit, the tests to show
+    imports    a test module's imports -> where each name is defined (re-exports followed)
+    members    an imported class + what the failing test reads -> the methods to show
     splice     a model's reply -> code blocks -> the module with its functions replaced,
                and the smallest unique edit that makes that change (for ``apply_patch``)
 """

@@ -4,8 +4,10 @@
    function (by ``ast``): those are the targets.
 2. Frames in protected files (tests) name the failing test's function: shown read-only.
 3. When no frame reaches editable code (an ``assert f(x) == y`` fails in the test
-   itself), the names the failing tests' modules import from editable modules are the
-   targets (``from solution import f``).
+   itself), what the failing tests' modules import from editable modules is: followed
+   through re-exports to where it is defined (``repair.imports``), a function itself, a
+   class its methods the failing test points at (``repair.members``); what the failing
+   test reads comes first.
 4. When there is no frame at all (the tests timed out, or died), the test modules the
    runner would load stand in for the failing ones.
 
@@ -15,20 +17,19 @@ Everything is bounded: a few targets, a few tests, a character budget for each.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
 from typing import NamedTuple
 
 from sandbox_agent.repair.failures import Frame
+from sandbox_agent.repair.imports import Protected, Read, Resolver, imported, parse
+from sandbox_agent.repair.members import SETUPS, mentions, ranked
 
 MAX_TARGETS = 3
 MAX_TESTS = 3
 MAX_SITE_CHARS = 6000
 """A function longer than this is not shown whole (nor offered as a target)."""
-
-Read = Callable[[str], str | None]
-"""The text of a repository file, or None (missing, unreadable, not text)."""
-Protected = Callable[[str], bool]
-"""Whether the policy forbids editing a path."""
+UNUSED_FUNCTION = 3
+"""The rank of an imported function the failing test does not read (``repair.members``
+ranks methods 0-2, and 4 for a class the test points at no method of)."""
 
 
 class Site(NamedTuple):
@@ -47,7 +48,9 @@ class Site(NamedTuple):
     """Lines ``start..end`` of the file, each ending in a newline."""
 
     def header(self) -> str:
-        return f"{self.path}, lines {self.start}-{self.end}"
+        owner, dot, _ = self.qualname.rpartition(".")
+        where = f", in class {owner}" if dot else ""
+        return f"{self.path}, lines {self.start}-{self.end}{where}"
 
 
 class Context(NamedTuple):
@@ -55,6 +58,8 @@ class Context(NamedTuple):
 
     targets: tuple[Site, ...]
     tests: tuple[Site, ...]
+    searched: tuple[str, ...] = ()
+    """The test modules whose imports were followed (no frame reached editable code)."""
 
 
 def _defs(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
@@ -83,13 +88,6 @@ def _site(path: str, text: str, qualname: str, node: ast.AST) -> Site | None:
     return Site(path, node.name, qualname, start, end, source)
 
 
-def parse(text: str) -> ast.Module | None:
-    try:
-        return ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-
-
 def function_at(path: str, text: str, line: int) -> Site | None:
     """The module-level function or method whose lines hold ``line``, or None."""
     tree = parse(text)
@@ -113,26 +111,62 @@ def function_named(path: str, text: str, qualname: str) -> Site | None:
     return None
 
 
-def _module_path(module: str, read: Read) -> str | None:
-    base = module.replace(".", "/")
-    for candidate in (f"{base}.py", f"{base}/__init__.py"):
-        if read(candidate) is not None:
-            return candidate
-    return None
-
-
-def imported_targets(test_text: str, read: Read, protected: Protected) -> list[tuple[str, str]]:
-    """``(path, name)`` of functions a test module imports from editable modules."""
+def imported_targets(
+    test_text: str, read: Read, protected: Protected, test_path: str = ""
+) -> list[tuple[str, str]]:
+    """``(path, name)`` of the functions and classes a test module imports from editable
+    modules, where they are defined (re-exports followed)."""
     tree = parse(test_text)
     if tree is None:
         return []
-    found: list[tuple[str, str]] = []
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            path = _module_path(node.module, read)
-            if path is not None and not protected(path):
-                found.extend((path, alias.name) for alias in node.names if alias.name != "*")
-    return found
+    found = imported(tree, test_path, Resolver(read, protected))
+    return list(dict.fromkeys((i.definition.path, i.definition.name) for i in found))
+
+
+def _failing_nodes(tree: ast.Module, sites: list[Site]) -> list[ast.AST]:
+    """The failing tests' functions in a test module, with their class's set-up; the
+    whole module when none failed in it (the tests timed out)."""
+    if not sites:
+        return [tree]
+    defs = dict(_defs(tree))
+    wanted = {site.qualname for site in sites}
+    for site in sites:
+        owner, dot, _ = site.qualname.rpartition(".")
+        wanted.update(f"{owner}.{setup}" for setup in SETUPS if dot)
+    return [node for name, node in defs.items() if name in wanted]
+
+
+def _imported_sites(
+    paths: tuple[str, ...], tests: list[Site], read: Read, protected: Protected
+) -> list[Site]:
+    """At most ``MAX_TARGETS`` functions and methods of what the test modules ``paths``
+    import, those the failing ``tests`` read first."""
+    resolver = Resolver(read, protected)
+    picks: dict[tuple[str, str], tuple[int, int]] = {}
+    for path in paths:
+        tree = resolver.tree(path)
+        if tree is None:
+            continue
+        seen = mentions(_failing_nodes(tree, [site for site in tests if site.path == path]))
+        for use in imported(tree, path, resolver):
+            found = use.definition
+            if isinstance(found.node, ast.ClassDef):
+                ranks = [
+                    (rank, m.path, m.qualname)
+                    for rank, m in ranked(found, use.local, seen, resolver)
+                ]
+            else:
+                rank = 0 if use.local in seen.references else UNUSED_FUNCTION
+                ranks = [(rank, found.path, found.name)]
+            for rank, where, qualname in ranks:
+                key = (where, qualname)
+                picks[key] = min(picks.get(key, (rank, len(picks))), (rank, len(picks)))
+    sites: list[Site] = []
+    for where, qualname in sorted(picks, key=picks.__getitem__):
+        site = function_named(where, read(where) or "", qualname)
+        if site is not None and len(sites) < MAX_TARGETS:
+            sites.append(site)
+    return sites
 
 
 def localise(
@@ -160,13 +194,9 @@ def localise(
         limit = MAX_TESTS if into is tests else MAX_TARGETS
         if len(into) < limit:
             into.setdefault((site.path, site.qualname), site)
-    if not targets:
-        failing = [site.path for site in tests.values()] or list(test_files[:MAX_TESTS])
-        for path in dict.fromkeys(failing):
-            text = text_of(path) or ""
-            for target_path, name in imported_targets(text, text_of, protected):
-                module = text_of(target_path) or ""
-                site = function_named(target_path, module, name)
-                if site is not None and len(targets) < MAX_TARGETS:
-                    targets.setdefault((site.path, site.qualname), site)
-    return Context(tuple(targets.values()), tuple(tests.values()))
+    if targets:
+        return Context(tuple(targets.values()), tuple(tests.values()))
+    failing = [site.path for site in tests.values()] or list(test_files[:MAX_TESTS])
+    searched = tuple(dict.fromkeys(failing))
+    found = _imported_sites(searched, list(tests.values()), text_of, protected)
+    return Context(tuple(found), tuple(tests.values()), searched)

@@ -2,8 +2,9 @@
 
 Small models write a whole function in a plain code block far more reliably than an
 exact ``old`` text inside JSON (issue 29). The controller splices it in by name with
-``ast``: the function of the same name is replaced (re-indented for a method), new
-helper functions are added after it, imports the module lacks are added after its
+``ast``: the function of the same name is replaced (a method by its qualified name when
+the reply writes its class, re-indented), new helper functions are added after it (new
+methods of the class after the method), imports the module lacks are added after its
 imports. A reply is refused, with a message that shows where, when it has no code,
 is cut off, does not parse, defines none of the functions asked for, or changes
 nothing. The change then goes through ``apply_patch`` like any edit (``edit_for``).
@@ -16,7 +17,8 @@ import re
 import textwrap
 from typing import Literal, NamedTuple
 
-from sandbox_agent.repair.localise import Site, parse
+from sandbox_agent.repair.imports import parse
+from sandbox_agent.repair.localise import Site
 
 CODE_BLOCK = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\r?\n(.*?)```", re.DOTALL)
 OPEN_BLOCK = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\r?\n(.*)\Z", re.DOTALL)
@@ -67,6 +69,39 @@ def _top_defs(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunction
                 if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
                     found.setdefault(item.name, item)
     return found
+
+
+def _class_defs(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The methods of the reply's top-level classes, by ``Class.method``."""
+    return {
+        f"{node.name}.{item.name}": item
+        for node in reversed(tree.body)
+        if isinstance(node, ast.ClassDef)
+        for item in reversed(node.body)
+        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+
+
+def _new_methods(
+    tree: ast.Module, module_tree: ast.Module, owner: str, names: set[str]
+) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The methods the reply's ``class owner`` adds: neither targets nor in the module's."""
+    kept = [
+        item.name
+        for node in module_tree.body
+        if isinstance(node, ast.ClassDef) and node.name == owner
+        for item in node.body
+        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+    ]
+    found: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == owner:
+            for item in node.body:
+                if not isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    continue
+                if item.name not in names and item.name not in kept:
+                    found.setdefault(item.name, item)
+    return list(found.values())
 
 
 def choose_block(reply: str, names: set[str], *, truncated: bool = False) -> tuple[str, ast.Module]:
@@ -154,14 +189,30 @@ def splice(module: str, targets: list[Site], reply: str, *, truncated: bool = Fa
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
     existing = {node.name for node in module_tree.body if isinstance(node, ast.FunctionDef)}
+    in_classes = _class_defs(tree)
+    shared = {s.name for s in targets if sum(t.name == s.name for t in targets) > 1}
     replaced: list[str] = []
+    grown: set[str] = set()
     for site in sorted(targets, key=lambda s: s.start, reverse=True):
-        node = defined.get(site.name)
+        # a method by its qualname first (``class A:`` then ``def size``); by its own
+        # name only when no other target has that name
+        node = in_classes.get(site.qualname) or (
+            defined.get(site.name) if site.name not in shared else None
+        )
         if node is None:
             continue
         indent = _indent_of(lines[site.start - 1])
-        lines[site.start - 1 : site.end] = _source(code_lines, node, indent)
+        new = _source(code_lines, node, indent)
         replaced.append(site.name)
+        if (owner := site.qualname.rpartition(".")[0]) and owner not in grown:
+            grown.add(owner)  # its new methods go after its last method replaced
+            extra = _new_methods(tree, module_tree, owner, names)
+            new += [line for item in extra for line in ["\n", *_source(code_lines, item, indent)]]
+            replaced.extend(item.name for item in extra)
+        lines[site.start - 1 : site.end] = new
+    if not replaced:
+        owners = " and ".join(sorted(s.qualname for s in targets if s.name in shared))
+        raise Refused("wrong_function", f"write each of {owners} inside its class")
     last_target = max((s for s in targets if s.name in replaced), key=lambda s: s.end)
     helpers = [
         node
