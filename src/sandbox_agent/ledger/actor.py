@@ -18,16 +18,17 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from typing_extensions import override
+from typing_extensions import Unpack, override
 
 from sandbox_agent.errors import BudgetExhausted, InfrastructureError, UsageError
 from sandbox_agent.ledger.store import (
     CLUSTER_LEDGER_PREFIX,
     Ledger,
-    Outcome,
     Reservation,
+    SpendCost,
     SpendLedger,
-    SpendLimits,
+    SpendRequest,
+    check_keywords,
 )
 
 LEDGER_CALL_TIMEOUT_S = 60.0
@@ -47,7 +48,7 @@ class LedgerService:
     def location(self) -> str:
         return str(self._ledger.path)
 
-    def reserve(self, request: dict[str, Any]) -> tuple[str, Any]:
+    def reserve(self, request: SpendRequest) -> tuple[str, Any]:
         try:
             return "ok", tuple(self._ledger.reserve(**request))
         except BudgetExhausted as refused:
@@ -55,9 +56,9 @@ class LedgerService:
         except UsageError as error:
             return "usage", str(error)
 
-    def settle(self, reservation: tuple[int, int, int], outcome: dict[str, Any]) -> str:
+    def settle(self, reservation: tuple[int, int, int], cost: SpendCost) -> str:
         try:
-            self._ledger.settle(Reservation(*reservation), **outcome)
+            self._ledger.settle(Reservation(*reservation), **cost)
         except UsageError as error:
             return str(error)
         return ""
@@ -119,24 +120,8 @@ class ClusterLedger(SpendLedger):
             ) from None
 
     @override
-    def reserve(
-        self,
-        *,
-        experiment: str,
-        run_id: str,
-        model: str,
-        micros: int,
-        tokens: int,
-        limits: SpendLimits,
-    ) -> Reservation:
-        request = {
-            "experiment": experiment,
-            "run_id": run_id,
-            "model": model,
-            "micros": micros,
-            "tokens": tokens,
-            "limits": limits,
-        }
+    def reserve(self, **request: Unpack[SpendRequest]) -> Reservation:
+        check_keywords(request, SpendRequest)
         kind, value = self._call("reserve", request)
         if kind == "budget":
             raise BudgetExhausted(*value)
@@ -145,21 +130,8 @@ class ClusterLedger(SpendLedger):
         return Reservation(*value)
 
     @override
-    def settle(
-        self,
-        reservation: Reservation,
-        *,
-        micros: int,
-        input_tokens: int,
-        output_tokens: int,
-        outcome: Outcome,
-    ) -> None:
-        outcome_fields = {
-            "micros": micros,
-            "input_tokens": input_tokens,
-            "output_tokens": output_tokens,
-            "outcome": outcome,
-        }
-        problem = self._call("settle", tuple(reservation), outcome_fields)
+    def settle(self, reservation: Reservation, **cost: Unpack[SpendCost]) -> None:
+        check_keywords(cost, SpendCost)
+        problem = self._call("settle", tuple(reservation), cost)
         if problem:
             raise UsageError(problem)

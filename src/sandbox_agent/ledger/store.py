@@ -16,12 +16,13 @@ from __future__ import annotations
 import sqlite3
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import Unpack
 
 from sandbox_agent.errors import BudgetExhausted, UsageError
 from sandbox_agent.settings import state_home
@@ -126,20 +127,50 @@ CLUSTER_LEDGER_PREFIX = "ray-actor:"
 """A ``ledger_path`` naming the cluster's ledger actor instead of a file (issue 19)."""
 
 
+class SpendRequest(TypedDict):
+    """The keywords of ``SpendLedger.reserve``: one request's worst case, written once for
+    the ABC, the file ledger and the cluster's proxy (which sends them as they are)."""
+
+    experiment: str
+    """The experiment the run belongs to."""
+    run_id: str
+    """The run (task) the request belongs to."""
+    model: str
+    """The model name, for the record."""
+    micros: int
+    """Worst-case estimated cost, micro-dollars."""
+    tokens: int
+    """Worst-case input plus output tokens."""
+    limits: SpendLimits
+    """The budgets to check."""
+
+
+class SpendCost(TypedDict):
+    """The keywords of ``SpendLedger.settle``: what the request really cost."""
+
+    micros: int
+    input_tokens: int
+    output_tokens: int
+    outcome: Outcome
+
+
+def check_keywords(given: Mapping[str, object], fields: Any) -> None:
+    """Refuse a keyword too many or one missing, as an explicit signature would: the keys
+    of a ``TypedDict`` (``SpendRequest``, ``SpendCost``) are not checked at run time.
+
+    Raises:
+        TypeError: the keywords are not exactly the fields.
+    """
+    wanted: frozenset[str] = fields.__required_keys__
+    if given.keys() != wanted:
+        raise TypeError(f"{fields.__name__} takes exactly: {', '.join(sorted(wanted))}")
+
+
 class SpendLedger(ABC):
     """What a meter reserves with and settles to: a ledger file, or the cluster's actor."""
 
     @abstractmethod
-    def reserve(
-        self,
-        *,
-        experiment: str,
-        run_id: str,
-        model: str,
-        micros: int,
-        tokens: int,
-        limits: SpendLimits,
-    ) -> Reservation:
+    def reserve(self, **request: Unpack[SpendRequest]) -> Reservation:
         """Reserve one request's worst case (see ``Ledger.reserve``).
 
         Raises:
@@ -147,15 +178,7 @@ class SpendLedger(ABC):
         """
 
     @abstractmethod
-    def settle(
-        self,
-        reservation: Reservation,
-        *,
-        micros: int,
-        input_tokens: int,
-        output_tokens: int,
-        outcome: Outcome,
-    ) -> None:
+    def settle(self, reservation: Reservation, **cost: Unpack[SpendCost]) -> None:
         """Replace a reservation by what the request really cost."""
 
 
@@ -205,30 +228,17 @@ class Ledger(SpendLedger):
                 raise
             conn.execute("COMMIT")
 
-    def reserve(
-        self,
-        *,
-        experiment: str,
-        run_id: str,
-        model: str,
-        micros: int,
-        tokens: int,
-        limits: SpendLimits,
-    ) -> Reservation:
-        """Reserve one request's worst case, or refuse it if any budget would be exceeded.
-
-        Args:
-            experiment: the experiment the run belongs to.
-            run_id: the run (task) the request belongs to.
-            model: the model name, for the record.
-            micros: worst-case estimated cost, micro-dollars.
-            tokens: worst-case input plus output tokens.
-            limits: the budgets to check.
+    def reserve(self, **request: Unpack[SpendRequest]) -> Reservation:
+        """Reserve one request's worst case (``SpendRequest``), or refuse it if any budget
+        would be exceeded.
 
         Raises:
             BudgetExhausted: ``calls``, ``tokens``, ``cost`` (the run's ``--max-cost-usd``)
                 or ``experiment_cost`` (``--experiment-budget-usd``) would be exceeded.
         """
+        check_keywords(request, SpendRequest)
+        experiment, run_id, model = request["experiment"], request["run_id"], request["model"]
+        micros, tokens, limits = request["micros"], request["tokens"], request["limits"]
         now = time.time()
         with self._write() as conn:
             calls, run_tokens, run_micros = conn.execute(
@@ -263,25 +273,19 @@ class Ledger(SpendLedger):
         assert row_id is not None  # noqa: S101 - an INSERT always sets it
         return Reservation(row_id, micros, tokens)
 
-    def settle(
-        self,
-        reservation: Reservation,
-        *,
-        micros: int,
-        input_tokens: int,
-        output_tokens: int,
-        outcome: Outcome,
-    ) -> None:
+    def settle(self, reservation: Reservation, **cost: Unpack[SpendCost]) -> None:
         """Replace a reservation by what the request really cost (also after it was expired).
 
         Raises:
             UsageError: the reservation is not in this ledger.
         """
+        check_keywords(cost, SpendCost)
+        spent = (cost["micros"], cost["input_tokens"], cost["output_tokens"], cost["outcome"])
         with self._write() as conn:
             cursor = conn.execute(
                 "UPDATE requests SET state = 'settled', cost_micros = ?, input_tokens = ?, "
                 "output_tokens = ?, outcome = ?, settled_at = ? WHERE id = ?",
-                (micros, input_tokens, output_tokens, outcome, time.time(), reservation.id),
+                (*spent, time.time(), reservation.id),
             )
             if cursor.rowcount != 1:
                 raise UsageError(f"no reservation {reservation.id} in the ledger {self.path}")
