@@ -17,8 +17,9 @@ read for it, now or when the run starts:
   root swapped for a link after the check is refused, not followed. The walk below
   it (``workspace.fsops.walk``) enters folders with ``O_NOFOLLOW`` and only when the
   folder opened is the one listed, and opens files with ``O_NOFOLLOW`` after checking
-  that they are regular, singly linked files: the rule of ``workspace.copy`` exactly
-  (links, hard-linked files, devices, FIFOs, sockets, ``.git`` and bytecode are left out).
+  that they are regular, singly linked files: it is ``workspace.copy``'s own copy
+  (``copy_from``; links, hard-linked files, devices, FIFOs, sockets, ``.git`` and
+  bytecode are left out).
 
 The copy goes into a private folder of the service (``work_dir/repos/<run id>/<name>``)
 and the run is given that copy as a fixture, so the controller, and ``serve --ray``'s
@@ -37,12 +38,13 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from sandbox_agent.errors import ToolDenied, UsageError, WorkspaceError
+from sandbox_agent.errors import UsageError
 from sandbox_agent.workspace import fsops
 from sandbox_agent.workspace.copy import (
+    OverLimits,
     SkippedEntry,
     WorkspaceLimits,
-    is_skipped_name,
+    copy_from,
     make_dir,
 )
 
@@ -52,13 +54,6 @@ SNAPSHOT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 """The name the copy is given (the controller's fixture-name rule); ``repo`` otherwise."""
 FALLBACK_NAME = "repo"
 RUN_FOLDER = re.compile(r"^[0-9a-f]{32}$")
-
-_SKIP_REASONS: dict[str, str] = {
-    "symlink": "symbolic link",
-    "hardlink": "hard-linked file",
-    "special": "device, FIFO or socket",
-    "bad_name": "name is not UTF-8",
-}
 
 
 class RepoRefused(UsageError):
@@ -159,7 +154,8 @@ def locate(requested: str, roots: Sequence[Path]) -> RepoLocation:
 
 
 def open_repo(location: RepoLocation, *, hook: ComponentHook | None = None) -> int:
-    """Open the folder from ``/``, one ``O_NOFOLLOW | O_DIRECTORY`` component at a time.
+    """Open the folder from ``/``, one ``O_NOFOLLOW | O_DIRECTORY`` component at a time
+    (``workspace.fsops.open_dir``).
 
     Returns a descriptor of the folder, which the caller must close.
 
@@ -168,22 +164,16 @@ def open_repo(location: RepoLocation, *, hook: ComponentHook | None = None) -> i
             components included: a root swapped for a link is refused, not followed).
     """
     root_parts = location.root.parts[1:]
-    components = (*root_parts, *location.parts)
-    fd = os.open("/", fsops.DIR_FLAGS)
+
+    def refusal(index: int, dir_fd: int, name: str, error: OSError) -> RepoRefused:
+        return _refusal(location, dir_fd, name, index < len(root_parts), error)
+
+    top = os.open("/", fsops.DIR_FLAGS)
     try:
-        for index, name in enumerate(components):
-            if hook is not None:
-                hook(fd, name)
-            try:
-                child = os.open(name, fsops.DIR_FLAGS, dir_fd=fd)
-            except OSError as error:
-                raise _refusal(location, fd, name, index < len(root_parts), error) from None
-            os.close(fd)
-            fd = child
-        return fd
-    except BaseException:
-        os.close(fd)
-        raise
+        components = (*root_parts, *location.parts)
+        return fsops.open_dir(top, components, hook=hook, refusal=refusal)
+    finally:
+        os.close(top)
 
 
 def check_repo(requested: str, roots: Sequence[Path]) -> RepoLocation:
@@ -219,7 +209,9 @@ def snapshot(
     fd = open_repo(location, hook=hook)
     try:
         make_dir(destination, 0o700)
-        return _copy_from(fd, destination, limits)
+        return copy_from(fd, (destination,), limits)
+    except OverLimits as over:  # the client can change no limit: one line, no advice
+        raise UsageError(_too_large(over.at, limits) if over.size else over.fact) from None
     finally:
         os.close(fd)
 
@@ -243,66 +235,6 @@ def remove_stale_snapshots(snapshots_dir: Path, finished: Callable[[str], bool])
     for name in names:
         if RUN_FOLDER.match(name) and finished(name):
             remove_snapshot(snapshots_dir / name)
-
-
-def _copy_from(source_fd: int, destination: Path, limits: WorkspaceLimits) -> list[SkippedEntry]:
-    """``workspace.copy.copy_tree`` from an open descriptor instead of a path."""
-    skipped: list[SkippedEntry] = []
-    files = 0
-    total = 0
-    for entries, entry in enumerate(fsops.walk(source_fd, skip=is_skipped_name), start=1):
-        if entries > limits.max_entries:
-            raise UsageError(
-                f"the repository has more than {limits.max_entries} files, folders and links"
-            )
-        if entry.kind == "dir":
-            make_dir(destination / entry.relpath)
-        elif entry.kind == "too_deep":
-            raise UsageError(
-                f"the repository is nested deeper than {fsops.MAX_WALK_DEPTH} folders "
-                f"at '{entry.relpath}'"
-            )
-        elif entry.kind != "file":
-            skipped.append(SkippedEntry(entry.relpath, _SKIP_REASONS[entry.kind]))
-        else:
-            files += 1
-            if files > limits.max_files:
-                raise UsageError(f"the repository has more than {limits.max_files} files")
-            total += entry.stat.st_size
-            if entry.stat.st_size > limits.max_file_bytes or total > limits.max_total_bytes:
-                raise UsageError(_too_large(entry.relpath, limits))
-            content = _read(entry, limits)
-            total += len(content) - entry.stat.st_size
-            if len(content) > limits.max_file_bytes or total > limits.max_total_bytes:
-                raise UsageError(_too_large(entry.relpath, limits))
-            mode = 0o755 if entry.stat.st_mode & 0o111 else 0o644
-            _write_new(destination / entry.relpath, content, mode)
-    return sorted(skipped)
-
-
-def _read(entry: fsops.Entry, limits: WorkspaceLimits) -> bytes:
-    try:
-        fd, _ = fsops.open_regular(entry.dir_fd, entry.name, entry.relpath)
-    except ToolDenied as denied:
-        raise WorkspaceError(
-            f"'{entry.relpath}' changed during the copy: {denied.message}"
-        ) from None
-    try:
-        return fsops.read_fd(fd, limits.max_file_bytes)
-    finally:
-        os.close(fd)
-
-
-def _write_new(path: Path, content: bytes, mode: int) -> None:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(path, flags, mode)
-    try:
-        view = memoryview(content)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fchmod(fd, mode)
-    finally:
-        os.close(fd)
 
 
 def _too_large(relpath: str, limits: WorkspaceLimits) -> str:

@@ -67,6 +67,19 @@ def is_skipped_name(relpath: str) -> bool:
     return is_excluded(relpath) or name in BYTECODE_DIRS or name.endswith(BYTECODE_SUFFIXES)
 
 
+class OverLimits(UsageError):
+    """A repository over one of the copy's limits: ``fact`` says which, the message adds
+    what a user can change."""
+
+    def __init__(self, fact: str, advice: str, *, at: str = "", size: bool = False) -> None:
+        super().__init__(f"{fact}; {advice}")
+        self.fact = fact
+        self.at = at
+        """The file the walk was at (a size limit)."""
+        self.size = size
+        """A size limit: a file's (``max_file_bytes``) or the total (``max_total_bytes``)."""
+
+
 def copy_tree(
     source: Path, targets: tuple[Path, ...], limits: WorkspaceLimits
 ) -> list[SkippedEntry]:
@@ -76,67 +89,80 @@ def copy_tree(
         What was skipped, sorted by path.
 
     Raises:
-        UsageError: the source is not a folder or is over a limit.
+        UsageError: the source is not a folder (``OverLimits``: is over a limit).
         WorkspaceError: the source could not be read.
     """
     try:
         source_fd = os.open(source, fsops.DIR_FLAGS)
     except OSError as error:
         raise UsageError(f"cannot open repository folder {source}: {error.strerror}") from None
+    try:
+        return copy_from(source_fd, targets, limits)
+    finally:
+        os.close(source_fd)
+
+
+def copy_from(
+    source_fd: int, targets: tuple[Path, ...], limits: WorkspaceLimits
+) -> list[SkippedEntry]:
+    """``copy_tree`` from an open folder descriptor instead of a path (the service copies
+    a ``repo`` from the descriptor its check opened: ``service.repos.snapshot``).
+
+    Raises:
+        OverLimits: the source is over a limit.
+        WorkspaceError: the source could not be read.
+    """
     skipped: list[SkippedEntry] = []
     files = 0
     total = 0
-    try:
-        for entries, entry in enumerate(fsops.walk(source_fd, skip=is_skipped_name), start=1):
-            if entries > limits.max_entries:
-                raise UsageError(
-                    f"the repository has more than {limits.max_entries} files, folders and "
-                    "links; use a smaller repository or raise the entry limit"
+    for entries, entry in enumerate(fsops.walk(source_fd, skip=is_skipped_name), start=1):
+        if entries > limits.max_entries:
+            raise OverLimits(
+                f"the repository has more than {limits.max_entries} files, folders and links",
+                "use a smaller repository or raise the entry limit",
+            )
+        if entry.kind == "dir":
+            for target in targets:
+                make_dir(target / entry.relpath)
+        elif entry.kind == "too_deep":
+            raise OverLimits(
+                f"the repository is nested deeper than {fsops.MAX_WALK_DEPTH} folders "
+                f"at '{entry.relpath}'",
+                "copy a shallower repository",
+            )
+        elif entry.kind != "file":
+            skipped.append(SkippedEntry(entry.relpath, _SKIP_REASONS[entry.kind]))
+        else:
+            files += 1
+            if files > limits.max_files:
+                raise OverLimits(
+                    f"the repository has more than {limits.max_files} files",
+                    "use a smaller repository or raise the file limit",
                 )
-            if entry.kind == "dir":
-                for target in targets:
-                    make_dir(target / entry.relpath)
-            elif entry.kind == "too_deep":
-                raise UsageError(
-                    f"the repository is nested deeper than {fsops.MAX_WALK_DEPTH} folders "
-                    f"at '{entry.relpath}'; copy a shallower repository"
-                )
-            elif entry.kind != "file":
-                skipped.append(SkippedEntry(entry.relpath, _SKIP_REASONS[entry.kind]))
-            else:
-                files += 1
-                if files > limits.max_files:
-                    raise UsageError(
-                        f"the repository has more than {limits.max_files} files; "
-                        "use a smaller repository or raise the file limit"
-                    )
-                total += entry.stat.st_size  # by size, before reading (SR-8 C8-5)
-                if total > limits.max_total_bytes:
-                    raise UsageError(
-                        f"the repository holds more than {limits.max_total_bytes} bytes; "
-                        "use a smaller repository or raise the size limit"
-                    )
-                content = _read_source_file(entry, limits)
-                total += len(content) - entry.stat.st_size
-                if total > limits.max_total_bytes:
-                    raise UsageError(
-                        f"the repository holds more than {limits.max_total_bytes} bytes; "
-                        "use a smaller repository or raise the size limit"
-                    )
-                mode = 0o755 if entry.stat.st_mode & 0o111 else 0o644
-                for target in targets:
-                    _write_new(target / entry.relpath, content, mode)
-    finally:
-        os.close(source_fd)
+            total += entry.stat.st_size  # by size, before reading (SR-8 C8-5)
+            _check_total(total, entry.relpath, limits)
+            content = _read_source_file(entry, limits)
+            total += len(content) - entry.stat.st_size
+            _check_total(total, entry.relpath, limits)
+            mode = 0o755 if entry.stat.st_mode & 0o111 else 0o644
+            for target in targets:
+                _write_new(target / entry.relpath, content, mode)
     return sorted(skipped)
+
+
+def _check_total(total: int, relpath: str, limits: WorkspaceLimits) -> None:
+    if total > limits.max_total_bytes:
+        raise OverLimits(
+            f"the repository holds more than {limits.max_total_bytes} bytes",
+            "use a smaller repository or raise the size limit",
+            at=relpath,
+            size=True,
+        )
 
 
 def _read_source_file(entry: fsops.Entry, limits: WorkspaceLimits) -> bytes:
     if entry.stat.st_size > limits.max_file_bytes:
-        raise UsageError(
-            f"'{entry.relpath}' is larger than {limits.max_file_bytes} bytes; "
-            "remove it from the repository or raise the per-file limit"
-        )
+        raise _too_large(entry.relpath, limits)
     try:
         fd, _ = fsops.open_regular(entry.dir_fd, entry.name, entry.relpath)
     except ToolDenied as denied:
@@ -148,11 +174,17 @@ def _read_source_file(entry: fsops.Entry, limits: WorkspaceLimits) -> bytes:
     finally:
         os.close(fd)
     if len(content) > limits.max_file_bytes:
-        raise UsageError(
-            f"'{entry.relpath}' is larger than {limits.max_file_bytes} bytes; "
-            "remove it from the repository or raise the per-file limit"
-        )
+        raise _too_large(entry.relpath, limits)
     return content
+
+
+def _too_large(relpath: str, limits: WorkspaceLimits) -> OverLimits:
+    return OverLimits(
+        f"'{relpath}' is larger than {limits.max_file_bytes} bytes",
+        "remove it from the repository or raise the per-file limit",
+        at=relpath,
+        size=True,
+    )
 
 
 def make_dir(path: Path, mode: int = 0o755) -> None:
@@ -164,11 +196,4 @@ def make_dir(path: Path, mode: int = 0o755) -> None:
 
 def _write_new(path: Path, content: bytes, mode: int) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
-    try:
-        view = memoryview(content)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fchmod(fd, mode)
-    finally:
-        os.close(fd)
+    fsops.write_all(fd, content, mode)

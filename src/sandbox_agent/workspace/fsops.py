@@ -28,6 +28,9 @@ EntryKind = Literal["file", "dir", "symlink", "hardlink", "special", "bad_name",
 ComponentHook = Callable[[int, str], None]
 """Called with (parent dir fd, name) just before each component is opened; tests use it
 to swap a folder for a link between the lexical check and the open."""
+ComponentRefusal = Callable[[int, int, str, OSError], BaseException]
+"""Makes the error raised for a component that could not be opened, from (its index, the
+parent dir fd, its name, the error); the parent is still open when it is called."""
 
 
 class Entry(NamedTuple):
@@ -76,24 +79,33 @@ def lstat_at(dir_fd: int, name: str) -> os.stat_result | None:
         return None
 
 
-def open_dir(root_fd: int, parts: tuple[str, ...], *, hook: ComponentHook | None = None) -> int:
+def open_dir(
+    root_fd: int,
+    parts: tuple[str, ...],
+    *,
+    hook: ComponentHook | None = None,
+    refusal: ComponentRefusal | None = None,
+) -> int:
     """Open the folder ``parts`` under ``root_fd``, one ``O_NOFOLLOW`` component at a time.
 
     Returns a new descriptor the caller must close.
 
     Raises:
         ToolDenied: ``path.symlink``, ``path.special_file``, ``path.hardlink`` or
-            ``path.not_found`` for the first component that is not a real folder.
+            ``path.not_found`` for the first component that is not a real folder (what
+            ``refusal`` makes instead, when given).
     """
     fd = os.dup(root_fd)
     try:
         for index, name in enumerate(parts):
-            shown = "/".join(parts[: index + 1])
             if hook is not None:
                 hook(fd, name)
             try:
                 child = os.open(name, DIR_FLAGS, dir_fd=fd)
             except OSError as error:
+                if refusal is not None:
+                    raise refusal(index, fd, name, error) from None
+                shown = "/".join(parts[: index + 1])
                 raise _component_error(fd, name, shown, error) from None
             os.close(fd)
             fd = child
@@ -161,6 +173,18 @@ def read_fd(fd: int, limit: int) -> bytes:
         chunks.append(chunk)
         remaining -= len(chunk)
     return b"".join(chunks)
+
+
+def write_all(fd: int, content: bytes, mode: int) -> None:
+    """Write all of ``content`` to the new file ``fd``, set its mode exactly (the umask
+    narrowed the one it was created with), and close it."""
+    try:
+        view = memoryview(content)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
 
 
 def walk(

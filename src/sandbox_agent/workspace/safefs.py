@@ -247,7 +247,7 @@ class _Transaction:
         except FileExistsError:
             raise ToolDenied(denials.PATCH_EXISTS, f"'{write.path}' already exists") from None
         self.created_files.append((parent, name))
-        _write_all(fd, write.new, NEW_FILE_MODE)
+        fsops.write_all(fd, write.new, NEW_FILE_MODE)
 
     def _check_current(self, parent: int, name: str, write: PlannedWrite) -> int:
         fd, st = fsops.open_regular(parent, name, write.path)
@@ -263,7 +263,7 @@ class _Transaction:
         temp = f"{TEMP_PREFIX}{secrets.token_hex(8)}"
         fd = os.open(temp, WRITE_FLAGS, mode, dir_fd=parent)
         self.temps.append((parent, temp))
-        _write_all(fd, content, mode)
+        fsops.write_all(fd, content, mode)
         return temp
 
     def _roll_back(self) -> None:
@@ -278,16 +278,6 @@ class _Transaction:
         for parent, name in reversed(self.created_dirs):
             with contextlib.suppress(OSError):
                 os.rmdir(name, dir_fd=parent)
-
-
-def _write_all(fd: int, content: bytes, mode: int) -> None:
-    try:
-        view = memoryview(content)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fchmod(fd, mode)
-    finally:
-        os.close(fd)
 
 
 def _unlink_quietly(parent: int, name: str) -> None:
