@@ -13,6 +13,7 @@ import contextlib
 import os
 import secrets
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
@@ -67,11 +68,7 @@ class SafeFS:
             ToolDenied: any ``path.*`` code; ``path.too_large`` over ``max_bytes``.
         """
         parts = split_path(path)
-        root = self._root_fd()
-        try:
-            parent = fsops.open_dir(root, parts[:-1], hook=self._hook)
-        finally:
-            os.close(root)
+        parent = self._open_dir(parts[:-1])
         try:
             if self._hook is not None:
                 self._hook(parent, parts[-1])
@@ -96,15 +93,11 @@ class SafeFS:
         """
         parts = split_path(path)
         try:
-            parent = self._open_dir(parts[:-1])
+            return self._lstat(parts) is not None
         except ToolDenied as denied:
             if denied.code == denials.PATH_NOT_FOUND:
                 return False
             raise
-        try:
-            return fsops.lstat_at(parent, parts[-1]) is not None
-        finally:
-            os.close(parent)
 
     def list_files(self, path: str, max_count: int) -> ListedFiles:
         """Regular files under folder ``path`` (``""``: the root), sorted, at most ``max_count``;
@@ -117,26 +110,17 @@ class SafeFS:
             ToolDenied: any ``path.*`` code for ``path`` itself.
         """
         parts = split_path(path, allow_root=True)
-        if parts:
-            parent = self._open_dir(parts[:-1])
-            try:
-                st = fsops.lstat_at(parent, parts[-1])
-            finally:
-                os.close(parent)
-            if st is not None and fsops.classify(st) == "file":
-                return ListedFiles(["/".join(parts)], truncated=False)
-        prefix = "".join(f"{part}/" for part in parts)
-        folder = self._open_dir(parts)
+        st = self._lstat(parts) if parts else None
+        if st is not None and fsops.classify(st) == "file":
+            return ListedFiles(["/".join(parts)], truncated=False)
         files: list[str] = []
-        try:
-            for entry in fsops.walk(folder, prefix):
+        with self._walk(parts) as entries:
+            for entry in entries:
                 if entry.kind != "file":
                     continue
                 if len(files) == max_count:
                     return ListedFiles(files, truncated=True)
                 files.append(entry.relpath)
-        finally:
-            os.close(folder)
         return ListedFiles(files, truncated=False)
 
     def iter_files(self, path: str, max_bytes: int) -> Iterator[TextFile]:
@@ -146,19 +130,12 @@ class SafeFS:
             ToolDenied: any ``path.*`` code for ``path`` itself.
         """
         parts = split_path(path, allow_root=True)
-        if parts:
-            parent = self._open_dir(parts[:-1])
-            try:
-                st = fsops.lstat_at(parent, parts[-1])
-            finally:
-                os.close(parent)
-            if st is not None and fsops.classify(st) != "dir":
-                yield TextFile("/".join(parts), self.read_bytes(path, max_bytes))
-                return
-        prefix = "".join(f"{part}/" for part in parts)
-        folder = self._open_dir(parts)
-        try:
-            for entry in fsops.walk(folder, prefix):
+        st = self._lstat(parts) if parts else None
+        if st is not None and fsops.classify(st) != "dir":
+            yield TextFile("/".join(parts), self.read_bytes(path, max_bytes))
+            return
+        with self._walk(parts) as entries:
+            for entry in entries:
                 if entry.kind != "file" or entry.stat.st_size > max_bytes:
                     continue
                 try:
@@ -171,8 +148,6 @@ class SafeFS:
                     os.close(fd)
                 if len(content) <= max_bytes:
                     yield TextFile(entry.relpath, content)
-        finally:
-            os.close(folder)
 
     def _open_dir(self, parts: tuple[str, ...]) -> int:
         root = self._root_fd()
@@ -180,6 +155,24 @@ class SafeFS:
             return fsops.open_dir(root, parts, hook=self._hook)
         finally:
             os.close(root)
+
+    def _lstat(self, parts: tuple[str, ...]) -> os.stat_result | None:
+        """The ``lstat`` of ``parts`` (not followed), its folders opened from the root one
+        ``O_NOFOLLOW`` component at a time; None when it does not exist."""
+        parent = self._open_dir(parts[:-1])
+        try:
+            return fsops.lstat_at(parent, parts[-1])
+        finally:
+            os.close(parent)
+
+    @contextmanager
+    def _walk(self, parts: tuple[str, ...]) -> Iterator[Iterator[fsops.Entry]]:
+        """``fsops.walk`` of the folder ``parts``, opened as ``_open_dir`` does, closed after."""
+        folder = self._open_dir(parts)
+        try:
+            yield fsops.walk(folder, "".join(f"{part}/" for part in parts))
+        finally:
+            os.close(folder)
 
     def commit(self, writes: list[PlannedWrite]) -> None:
         """Apply every write or none: on any failure, what was done is undone.
