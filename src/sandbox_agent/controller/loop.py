@@ -2,7 +2,8 @@
 saved in a ``finally``, the terminal status computed from evidence (``status.py``).
 
 Reading order: ``run_task`` sets a run up and closes it; ``agent_loop`` is the ``tools``
-strategy's loop; what both strategies share is in ``loop_common`` (re-exported here).
+strategy's loop; what both strategies share is in ``loop_common`` (re-exported here) and
+``steps`` (every model call and tool call, counted and recorded).
 """
 
 from __future__ import annotations
@@ -27,23 +28,21 @@ from sandbox_agent.controller.loop_common import (
     check_budgets,
 )
 from sandbox_agent.controller.models import RunConfig, RunResult, ToolCallRecord
-from sandbox_agent.controller.parse import claimed_tool, denial_kind, parse_turn
+from sandbox_agent.controller.parse import claimed_tool, parse_turn
+from sandbox_agent.controller.steps import Steps, Strategy
 from sandbox_agent.controller.turns import GREEDY_PROVIDERS, Answered, TurnMemory
-from sandbox_agent.errors import BudgetExhausted, InfrastructureError, ToolDenied
+from sandbox_agent.errors import ToolDenied
 from sandbox_agent.providers.base import (
     CUT_OFF_NOTE,
     Exchange,
     ModelReply,
     ModelRequest,
-    Provider,
 )
 from sandbox_agent.sandbox.base import CancelToken, SandboxBackend
 from sandbox_agent.tools.contracts import RunTestsArgs, ToolCall, ToolOutcome
-from sandbox_agent.trace import TraceWriter, summarise_exception
 
 if TYPE_CHECKING:
     from sandbox_agent.tools.testrun import TestRun
-    from sandbox_agent.tools.toolbox import ToolBox
 
 __all__ = [
     "MAX_REPLY_CHARS_IN_TRACE",
@@ -104,15 +103,8 @@ def run_task(
         return session.run(token, started, on_event, on_final_workspace)
 
 
-def agent_loop(
-    config: RunConfig,
-    *,
-    provider: Provider,
-    toolbox: ToolBox,
-    trace: TraceWriter,
-    state: LoopState,
-    cancel: CancelToken,
-) -> LoopStop:
+@Strategy
+def agent_loop(steps: Steps) -> LoopStop:
     """Ask, parse, execute, observe; until finish, a budget, cancellation or a failure.
 
     The model reads plain text (``records``): the task with the files and which of them
@@ -121,30 +113,19 @@ def agent_loop(
     first ``finish`` while the visible tests fail is answered with the failures; the
     second ends the loop (``_ToolsLoop.finish``).
     """
-    return _ToolsLoop(
-        config, provider=provider, toolbox=toolbox, trace=trace, state=state, cancel=cancel
-    ).run()
+    return _ToolsLoop(steps).run()
 
 
 class _ToolsLoop:
-    def __init__(
-        self,
-        config: RunConfig,
-        *,
-        provider: Provider,
-        toolbox: ToolBox,
-        trace: TraceWriter,
-        state: LoopState,
-        cancel: CancelToken,
-    ) -> None:
+    def __init__(self, steps: Steps) -> None:
+        config, toolbox = steps.config, steps.toolbox
+        self.steps = steps
         self.config = config
-        self.provider = provider
         self.toolbox = toolbox
-        self.trace = trace
-        self.state = state
-        self.cancel = cancel
+        self.trace = steps.trace
+        self.state = steps.state
+        self.cancel = steps.cancel
         self.allowed = frozenset(config.allowed_tools)
-        self.fitter = _context_fitter(provider)
         self.memory = TurnMemory(
             greedy=config.provider in GREEDY_PROVIDERS, seed=config.repair.seed
         )
@@ -170,7 +151,7 @@ class _ToolsLoop:
                 deadline=self.cancel.deadline,
                 sampling=memory.sampling(state.used.iterations + 1),
             )
-            reply = self.ask(request)
+            reply = self.steps.complete(request)
             if isinstance(reply, LoopStop):
                 return reply
             cut_off = reply.truncated or CUT_OFF_NOTE in reply.notes
@@ -186,52 +167,12 @@ class _ToolsLoop:
                 if (stop := self.finish(call, reply)) is not None:
                     return stop
                 continue
-            earlier = memory.recall(call, self.fitter.elided if self.fitter is not None else 0)
+            fitter = self.steps.fitter
+            earlier = memory.recall(call, fitter.elided if fitter is not None else 0)
             if earlier is not None:
                 self.repeat(call, earlier, reply)
             elif (stop := self.execute(call, reply)) is not None:
                 return stop
-
-    def ask(self, request: ModelRequest) -> ModelReply | LoopStop:
-        """One model turn: fitted, counted, recorded as a ``model_turn``; never acted on
-        after a cancel."""
-        state, trace = self.state, self.trace
-        if self.fitter is not None:
-            request = _fit(self.fitter, request, trace)
-        began = time.monotonic()
-        try:
-            reply = self.provider.complete(request)
-        except BudgetExhausted as error:
-            return LoopStop("budget_exhausted", str(error))
-        except InfrastructureError as error:
-            return _provider_failed(error, self.config, state, trace, self.cancel)
-        if self.fitter is not None:
-            self.fitter.observe(request, reply.usage.input_tokens)
-        used = state.used
-        used.iterations += 1
-        used.input_tokens += reply.usage.input_tokens
-        used.output_tokens += reply.usage.output_tokens
-        used.cost_usd += reply.usage.cost_usd
-        state.model = reply.model or state.model
-        sampling = request.sampling
-        trace.emit(
-            "model_turn",
-            iteration=used.iterations,
-            # Redacted whole, then cut: a secret across the cut would lose the tail that
-            # made it recognisable and leave its first characters in the trace.
-            reply=trace.redact_text(reply.text)[:MAX_REPLY_CHARS_IN_TRACE],
-            reply_chars=len(reply.text),
-            duration_ms=round((time.monotonic() - began) * 1000, 3),
-            usage=reply.usage.model_dump(),
-            notes=list(reply.notes),
-            budgets=used.model_dump(),
-            truncated=reply.truncated or CUT_OFF_NOTE in reply.notes,
-            **({"sampling": sampling.model_dump()} if sampling is not None else {}),
-            **({"timings": reply.timings} if reply.timings else {}),
-        )
-        if (stop := _cancelled_after_reply(self.cancel)) is not None:
-            return stop
-        return reply
 
     def answer(self, reply: ModelReply, observation: str) -> None:
         self.state.history = [
@@ -243,11 +184,9 @@ class _ToolsLoop:
         """Run one call through the tool box, record it and answer the model."""
         toolbox, memory = self.toolbox, self.memory
         runs = len(toolbox.test_runs)
-        try:
-            outcome = toolbox.execute(call)
-        except InfrastructureError as error:
-            self.trace.emit("tool_error", tool=call.tool, error=summarise_exception(error))
-            return LoopStop("sandbox_error", f"{call.tool} failed on our side: {error}"[:300])
+        outcome = self.steps.execute(call)
+        if isinstance(outcome, LoopStop):
+            return outcome
         run = toolbox.test_runs[-1] if len(toolbox.test_runs) > runs else None
         record = self.record(outcome, call)
         if call.tool == "apply_patch" and outcome.ok:
@@ -262,33 +201,16 @@ class _ToolsLoop:
         self.answer(reply, observation)
         return None
 
-    def record(self, outcome: ToolOutcome, call: ToolCall, **extra: Any) -> ToolCallRecord:
-        """Count a call's denial, keep its record and trace it."""
-        used = self.state.used
-        if outcome.denial is not None and denial_kind(outcome.denial) == "policy":
-            used.policy_denials += 1
+    def record(self, outcome: ToolOutcome, call: ToolCall) -> ToolCallRecord:
+        """Count a call's denial, keep its record and trace it (``Steps.record``)."""
         record = records.tool_call_record(outcome, redact=self.trace.redact_text)
-        self.state.tool_calls.append(record)
-        self.trace.emit(
-            "tool_call",
-            tool=call.tool,
-            arguments=records.arguments_for_trace(call.args),
-            ok=outcome.ok,
-            denial=outcome.denial,
-            outcome=record.result,
-            duration_ms=record.duration_ms,
-            budgets=used.model_dump(),
-            **extra,
-        )
+        self.steps.record(call, record)
         return record
 
     def repeat(self, call: ToolCall, earlier: Answered, reply: ModelReply) -> None:
         """A call made already on this tree: answered from memory, not run again, and
         counted as the call it is (a policy denial again)."""
-        used = self.state.used
         before = earlier.record
-        if before.denial is not None and denial_kind(before.denial) == "policy":
-            used.policy_denials += 1
         summary = f"repeat of turn {earlier.turn}: {before.result.get('summary', '')}"
         record = before.model_copy(
             update={
@@ -296,18 +218,7 @@ class _ToolsLoop:
                 "result": {**before.result, "summary": summary[: records.MAX_SUMMARY_CHARS]},
             }
         )
-        self.state.tool_calls.append(record)
-        self.trace.emit(
-            "tool_call",
-            tool=call.tool,
-            arguments=records.arguments_for_trace(call.args),
-            ok=record.ok,
-            denial=record.denial,
-            outcome=record.result,
-            duration_ms=0.0,
-            budgets=used.model_dump(),
-            repeat_of=earlier.turn,
-        )
+        self.steps.record(call, record, repeat_of=earlier.turn)
         self.memory.repeated()
         self.answer(reply, prompts.TOOLS_REPEATED.format(turn=earlier.turn, gist=earlier.gist))
 
@@ -368,15 +279,10 @@ class _ToolsLoop:
         if run is None and memory.generation == 0:
             return None  # nothing changed and nothing ran: no evidence either way
         if run is None or (run.passed and run.selector is not None):
-            check = ToolCall(tool="run_tests", args=RunTestsArgs())
             runs = len(toolbox.test_runs)
-            self.state.used.tool_calls += 1
-            try:
-                outcome = toolbox.execute(check)
-            except InfrastructureError as error:
-                self.trace.emit("tool_error", tool="run_tests", error=summarise_exception(error))
-                return LoopStop("sandbox_error", f"run_tests failed on our side: {error}"[:300])
-            self.record(outcome, check, by="controller")
+            outcome = self.steps.tool("run_tests", RunTestsArgs())
+            if isinstance(outcome, LoopStop):
+                return outcome
             if len(toolbox.test_runs) == runs:
                 return None  # refused (no runner): the final verdict says what it says
             run = memory.tests = toolbox.test_runs[-1]

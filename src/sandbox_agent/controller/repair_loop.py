@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sandbox_agent import prompts
-from sandbox_agent.controller.loop_common import LoopState, LoopStop
-from sandbox_agent.controller.models import CandidateOutcome, CandidateRecord, RunConfig
+from sandbox_agent.controller.loop_common import LoopStop
+from sandbox_agent.controller.models import CandidateOutcome, CandidateRecord
 from sandbox_agent.controller.repair_answer import answer
 from sandbox_agent.controller.repair_context import (
     FAILURE_CHARS,
@@ -30,12 +30,11 @@ from sandbox_agent.controller.repair_context import (
     read_text,
     repair_prompt,
 )
-from sandbox_agent.controller.steps import Steps
-from sandbox_agent.providers.base import Exchange, ModelReply, ModelRequest, Provider, Sampling
+from sandbox_agent.controller.steps import Steps, Strategy
+from sandbox_agent.providers.base import Exchange, ModelReply, ModelRequest, Sampling
 from sandbox_agent.repair.failures import failure_text
 from sandbox_agent.repair.localise import Site
 from sandbox_agent.repair.splice import Refused, edit_for, splice
-from sandbox_agent.sandbox.base import CancelToken
 from sandbox_agent.tools.contracts import (
     ApplyPatchArgs,
     Edit,
@@ -44,8 +43,6 @@ from sandbox_agent.tools.contracts import (
     ToolOutcome,
 )
 from sandbox_agent.tools.testrun import NO_TEST_RAN, TestRun
-from sandbox_agent.tools.toolbox import ToolBox
-from sandbox_agent.trace import TraceWriter
 
 INVALID_CODES = ("no_code", "cut_off", "syntax", "wrong_function")
 WARMER = 0.2
@@ -80,41 +77,23 @@ class _Search:
     """Candidates whose code was the original's or an earlier candidate's."""
 
 
-def repair_loop(
-    config: RunConfig,
-    *,
-    provider: Provider,
-    toolbox: ToolBox,
-    trace: TraceWriter,
-    state: LoopState,
-    cancel: CancelToken,
-) -> LoopStop:
+@Strategy
+def repair_loop(steps: Steps) -> LoopStop:
     """Localise, sample whole-function candidates, test each; until one passes or the
     candidate, round or run budgets are spent (the module docstring has the steps)."""
-    return _Repair(
-        config, provider=provider, toolbox=toolbox, trace=trace, state=state, cancel=cancel
-    ).run()
+    return _Repair(steps).run()
 
 
 class _Repair:
-    def __init__(
-        self,
-        config: RunConfig,
-        *,
-        provider: Provider,
-        toolbox: ToolBox,
-        trace: TraceWriter,
-        state: LoopState,
-        cancel: CancelToken,
-    ) -> None:
-        self.steps = Steps(config, provider, toolbox, trace, state, cancel)
-        self.config = config
-        self.options = config.repair
-        self.toolbox = toolbox
-        self.trace = trace
-        self.state = state
-        self.cancel = cancel
-        self.allowed = frozenset(config.allowed_tools)
+    def __init__(self, steps: Steps) -> None:
+        self.steps = steps
+        self.config = steps.config
+        self.options = steps.config.repair
+        self.toolbox = steps.toolbox
+        self.trace = steps.trace
+        self.state = steps.state
+        self.cancel = steps.cancel
+        self.allowed = steps.allowed
         self.search: _Search | None = None
 
     # ------------------------------------------------------------------ the steps

@@ -1,13 +1,19 @@
-"""The two steps a controller-led strategy is made of: one model call and one tool call,
-each within the run's budgets, counted and recorded exactly as the tools loop records
-the model's own (``controller.loop``). Used by ``controller.repair_loop``."""
+"""What a strategy acts through, so that every model call and tool call is within the
+run's budgets, counted and recorded the same way: ``Steps`` (one model call, one tool
+call, the record of a call), and ``Strategy``, which makes a strategy's entry point
+(the signature ``run.py`` calls) from a function of its ``Steps``. Used by both loops
+(``controller.loop``'s ``tools``, ``controller.repair_loop``'s ``repair``)."""
 
 from __future__ import annotations
 
+import functools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from sandbox_agent.controller import records
+from sandbox_agent.controller.context import ContextFitter
 from sandbox_agent.controller.loop_common import (
     MAX_REPLY_CHARS_IN_TRACE,
     LoopState,
@@ -18,20 +24,22 @@ from sandbox_agent.controller.loop_common import (
     _provider_failed,
     check_budgets,
 )
-from sandbox_agent.controller.models import RunConfig
+from sandbox_agent.controller.models import RunConfig, ToolCallRecord
 from sandbox_agent.controller.parse import denial_kind
 from sandbox_agent.errors import BudgetExhausted, InfrastructureError
-from sandbox_agent.providers.base import ModelReply, ModelRequest, Provider
+from sandbox_agent.providers.base import CUT_OFF_NOTE, ModelReply, ModelRequest, Provider
 from sandbox_agent.sandbox.base import CancelToken
 from sandbox_agent.tools.contracts import ToolArgs, ToolCall, ToolName, ToolOutcome
-from sandbox_agent.tools.toolbox import ToolBox
 from sandbox_agent.trace import TraceWriter, summarise_exception
+
+if TYPE_CHECKING:
+    from sandbox_agent.tools.toolbox import ToolBox
 
 
 @dataclass
 class Steps:
-    """What a controller-led strategy acts through: the run's provider, tool box, trace,
-    state and cancel token."""
+    """What a strategy acts through: the run's provider, tool box, trace, state and
+    cancel token."""
 
     config: RunConfig
     provider: Provider
@@ -39,7 +47,7 @@ class Steps:
     trace: TraceWriter
     state: LoopState
     cancel: CancelToken
-    fitter: object | None = field(default=None, init=False)
+    fitter: ContextFitter | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.fitter = _context_fitter(self.provider)
@@ -53,20 +61,19 @@ class Steps:
         return check_budgets(self.config, self.state, self.cancel)
 
     def complete(self, request: ModelRequest) -> ModelReply | LoopStop:
-        """One model call: fitted to the context, metered, recorded as a ``model_turn``;
-        a reply that arrives after a cancel is recorded and never acted on."""
-        from sandbox_agent.controller.context import ContextFitter
-
-        fitter = self.fitter if isinstance(self.fitter, ContextFitter) else None
+        """One model call: fitted to the context, metered, recorded as a ``model_turn``
+        (with its ``mode`` when it is not ``tool_call``: ``repair``'s); a reply that
+        arrives after a cancel is recorded and never acted on."""
+        fitter, trace = self.fitter, self.trace
         if fitter is not None:
-            request = _fit(fitter, request, self.trace)
+            request = _fit(fitter, request, trace)
         began = time.monotonic()
         try:
             reply = self.provider.complete(request)
         except BudgetExhausted as error:
             return LoopStop("budget_exhausted", str(error))
         except InfrastructureError as error:
-            return _provider_failed(error, self.config, self.state, self.trace, self.cancel)
+            return _provider_failed(error, self.config, self.state, trace, self.cancel)
         if fitter is not None:
             fitter.observe(request, reply.usage.input_tokens)
         used = self.state.used
@@ -76,17 +83,19 @@ class Steps:
         used.cost_usd += reply.usage.cost_usd
         self.state.model = reply.model or self.state.model
         sampling = request.sampling
-        self.trace.emit(
+        trace.emit(
             "model_turn",
             iteration=used.iterations,
-            reply=self.trace.redact_text(reply.text)[:MAX_REPLY_CHARS_IN_TRACE],
+            # Redacted whole, then cut: a secret across the cut would lose the tail that
+            # made it recognisable and leave its first characters in the trace.
+            reply=trace.redact_text(reply.text)[:MAX_REPLY_CHARS_IN_TRACE],
             reply_chars=len(reply.text),
             duration_ms=round((time.monotonic() - began) * 1000, 3),
             usage=reply.usage.model_dump(),
             notes=list(reply.notes),
             budgets=used.model_dump(),
-            mode=request.mode,
-            truncated=reply.truncated,
+            **({"mode": request.mode} if request.mode != "tool_call" else {}),
+            truncated=reply.truncated or CUT_OFF_NOTE in reply.notes,
             **({"sampling": sampling.model_dump()} if sampling is not None else {}),
             **({"timings": reply.timings} if reply.timings else {}),
         )
@@ -100,29 +109,42 @@ class Steps:
         if self.cancel.cancelled:
             return LoopStop("cancelled", "cancelled from outside")
         call = ToolCall(tool=tool, args=args)
-        used = self.state.used
-        used.tool_calls += 1
+        self.state.used.tool_calls += 1
+        outcome = self.execute(call)
+        if isinstance(outcome, LoopStop):
+            return outcome
+        self.record(
+            call, records.tool_call_record(outcome, redact=self.trace.redact_text), by="controller"
+        )
+        return outcome
+
+    def execute(self, call: ToolCall) -> ToolOutcome | LoopStop:
+        """Run one call through the tool box (not counted, not recorded: ``record``); a
+        failure on our side ends the run ``sandbox_error``."""
         try:
-            outcome = self.toolbox.execute(call)
+            return self.toolbox.execute(call)
         except InfrastructureError as error:
-            self.trace.emit("tool_error", tool=tool, error=summarise_exception(error))
-            return LoopStop("sandbox_error", f"{tool} failed on our side: {error}"[:300])
-        if outcome.denial is not None and denial_kind(outcome.denial) == "policy":
+            self.trace.emit("tool_error", tool=call.tool, error=summarise_exception(error))
+            return LoopStop("sandbox_error", f"{call.tool} failed on our side: {error}"[:300])
+
+    def record(self, call: ToolCall, record: ToolCallRecord, **extra: Any) -> None:
+        """Count a call's policy denial, keep its record and trace it as a ``tool_call``
+        (``extra``: fields of the event only)."""
+        used = self.state.used
+        if record.denial is not None and denial_kind(record.denial) == "policy":
             used.policy_denials += 1
-        record = records.tool_call_record(outcome, redact=self.trace.redact_text)
         self.state.tool_calls.append(record)
         self.trace.emit(
             "tool_call",
-            tool=tool,
-            arguments=records.arguments_for_trace(args),
-            ok=outcome.ok,
-            denial=outcome.denial,
+            tool=call.tool,
+            arguments=records.arguments_for_trace(call.args),
+            ok=record.ok,
+            denial=record.denial,
             outcome=record.result,
             duration_ms=record.duration_ms,
             budgets=used.model_dump(),
-            by="controller",
+            **extra,
         )
-        return outcome
 
     def invalid(self, code: str, message: str) -> None:
         """A model reply that could not be used, counted as an invalid output."""
@@ -130,3 +152,24 @@ class Steps:
         self.trace.emit(
             "invalid_output", denial=code, message=message, budgets=self.state.used.model_dump()
         )
+
+
+class Strategy:
+    """A strategy's entry point, as ``run.py`` (``STRATEGY_LOOPS``) calls it, made from
+    its body: a function of the ``Steps`` it acts through (``@Strategy`` on it)."""
+
+    def __init__(self, body: Callable[[Steps], LoopStop]) -> None:
+        self.body = body
+        functools.update_wrapper(self, body)
+
+    def __call__(
+        self,
+        config: RunConfig,
+        *,
+        provider: Provider,
+        toolbox: ToolBox,
+        trace: TraceWriter,
+        state: LoopState,
+        cancel: CancelToken,
+    ) -> LoopStop:
+        return self.body(Steps(config, provider, toolbox, trace, state, cancel))
