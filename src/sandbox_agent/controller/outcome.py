@@ -113,11 +113,7 @@ def after_final(stop: LoopStop, final: TestRun, cancel: CancelToken) -> LoopStop
     """A final test run cut short by cancellation or the deadline ends the run that way."""
     if final.sandbox.status == "completed":
         return stop
-    if cancel.cancelled:
-        return LoopStop("cancelled", "cancelled during the final test run")
-    if cancel.deadline_passed():
-        return LoopStop("timeout", "wall clock ran out during the final test run")
-    return stop
+    return _cut_short(stop, cancel, "during the final test run")
 
 
 def after_the_loop(stop: LoopStop, cancel: CancelToken) -> LoopStop:
@@ -126,10 +122,16 @@ def after_the_loop(stop: LoopStop, cancel: CancelToken) -> LoopStop:
     early for them, so their result is not the run's (SR-8 C8-4)."""
     if stop.end in ("cancelled", "timeout"):
         return stop
+    return _cut_short(stop, cancel, "after the loop, during the final checks")
+
+
+def _cut_short(stop: LoopStop, cancel: CancelToken, when: str) -> LoopStop:
+    """The run ends ``cancelled`` or ``timeout`` (saying ``when``) if the cancel or the
+    wall clock came; else as ``stop`` says."""
     if cancel.cancelled:
-        return LoopStop("cancelled", "cancelled after the loop, during the final checks")
+        return LoopStop("cancelled", f"cancelled {when}")
     if cancel.deadline_passed():
-        return LoopStop("timeout", "wall clock ran out after the loop, during the final checks")
+        return LoopStop("timeout", f"wall clock ran out {when}")
     return stop
 
 
