@@ -35,7 +35,7 @@ import os
 import stat
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -256,37 +256,41 @@ def _plain_folder(path: Path) -> None:
 def _plain_folder_or_none(path: Path) -> None:
     """``path`` is absent or a folder, never a link: run folders made under a linked
     ``traces/`` would be written outside the results folder (SR-11 R5)."""
-    try:
-        info = path.lstat()
-    except FileNotFoundError:
-        return
-    except OSError as error:
-        raise UsageError(f"cannot read {path} ({error.strerror})") from None
-    if not stat.S_ISDIR(info.st_mode):
-        raise UsageError(
-            f"{path} is not a plain folder (a link or a file): move it away, or give another "
-            "--results-dir"
-        )
+    _plain_or_none(path, "folder")
 
 
 def _plain_file_or_none(path: Path) -> None:
     """``path`` is absent or a regular file, never a link (which would write elsewhere)."""
-    try:
-        info = path.lstat()
-    except FileNotFoundError:
-        return
-    except OSError as error:
-        raise UsageError(f"cannot read {path} ({error.strerror})") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise UsageError(
-            f"{path} is not a plain file (a link or a folder): move it away, or give another "
-            "--results-dir"
-        )
-    if info.st_nlink > 1:  # SR-11 F6: an append would change the file's other name too
+    info = _plain_or_none(path, "file")
+    # SR-11 F6: an append would change the file's other name too
+    if info is not None and info.st_nlink > 1:
         raise UsageError(
             f"{path} has another name (a hard link), which writing to it would change too: "
             "copy it in place of the link, or give another --results-dir"
         )
+
+
+def _plain_or_none(path: Path, kind: Literal["folder", "file"]) -> os.stat_result | None:
+    """The ``lstat`` of ``path``, a plain ``kind`` (not a link, not the other kind); None
+    when it is absent.
+
+    Raises:
+        UsageError: it cannot be read, or is not a plain ``kind``.
+    """
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise UsageError(f"cannot read {path} ({error.strerror})") from None
+    plain = stat.S_ISDIR(info.st_mode) if kind == "folder" else stat.S_ISREG(info.st_mode)
+    if not plain:
+        other = "a file" if kind == "folder" else "a folder"
+        raise UsageError(
+            f"{path} is not a plain {kind} (a link or {other}): move it away, or give another "
+            "--results-dir"
+        )
+    return info
 
 
 def set_aside(path: Path) -> Path:
