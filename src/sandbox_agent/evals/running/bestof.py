@@ -27,6 +27,7 @@ from sandbox_agent.evals.running.oneshot import (
     Completion,
     candidate_module,
     extract_function,
+    load_lines,
     prompt,
 )
 from sandbox_agent.evals.tasks import humanevalfix
@@ -63,15 +64,7 @@ class BestOfRecord(BaseModel):
 
 def load_bestof(path: Path) -> list[BestOfRecord]:
     """The records ``path`` holds; a line cut short by a stop is skipped."""
-    if not path.is_file():
-        return []
-    found = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            found.append(BestOfRecord.model_validate_json(line))
-        except ValueError:
-            continue
-    return found
+    return load_lines(path, BestOfRecord)
 
 
 def _visible(repo: Path, backend: SandboxBackend, runtime: Runtime) -> bool:

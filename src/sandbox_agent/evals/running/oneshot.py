@@ -17,6 +17,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -28,6 +29,7 @@ SYSTEM_PROMPT = "You are an expert Python programmer. You fix bugs. Answer with 
 MAX_OUTPUT_TOKENS = 1024
 """One function, at most; the agent's replies are capped lower (one tool call each)."""
 CODE_BLOCK = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
+RecordT = TypeVar("RecordT", bound=BaseModel)
 
 
 class Completion(BaseModel):
@@ -66,12 +68,18 @@ ONESHOT_FILE = "oneshot.jsonl"
 
 def load_records(path: Path) -> list[OneShotRecord]:
     """The one-shot records ``path`` holds; a line cut short by a stop is skipped."""
+    return load_lines(path, OneShotRecord)
+
+
+def load_lines(path: Path, model: type[RecordT]) -> list[RecordT]:
+    """The records of type ``model`` a JSON-lines file holds (none when it is absent); a
+    line that is not one (cut short by a stop) is skipped."""
     if not path.is_file():
         return []
-    found: list[OneShotRecord] = []
+    found: list[RecordT] = []
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         try:
-            found.append(OneShotRecord.model_validate_json(line))
+            found.append(model.model_validate_json(line))
         except ValueError:
             continue
     return found
