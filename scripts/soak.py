@@ -20,7 +20,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from sandbox_agent.stress.load import CpuLoad
+from sandbox_agent.stress.load import busy_loops
 
 OUT_DIR = Path(".soak")
 DEFAULT_RUNS = 5
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     OUT_DIR.mkdir(exist_ok=True)
     first_seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**6)
     runs: list[SoakRun] = []
-    with CpuLoad(args.load):
+    with busy_loops(args.load):
         for index in range(1, args.runs + 1):
             seed = first_seed + index - 1 if args.order == "random" else None
             run = run_once(index, args.order, seed, args.pytest_args)

@@ -4,31 +4,23 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from types import TracebackType
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 BUSY_LOOP = "while True: pass"
 
 
-class CpuLoad:
-    """Runs ``processes`` busy loops while the context is open."""
-
-    def __init__(self, processes: int) -> None:
-        self.processes = processes
-        self._children: list[subprocess.Popen[bytes]] = []
-
-    def __enter__(self) -> CpuLoad:
-        for _ in range(self.processes):
-            self._children.append(subprocess.Popen([sys.executable, "-c", BUSY_LOOP]))
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        for child in self._children:
+@contextmanager
+def busy_loops(processes: int) -> Iterator[None]:
+    """Runs ``processes`` busy loops while the context is open; every one started is
+    killed and waited for when it closes (also when a later one failed to start)."""
+    children: list[subprocess.Popen[bytes]] = []
+    try:
+        for _ in range(processes):
+            children.append(subprocess.Popen([sys.executable, "-c", BUSY_LOOP]))
+        yield
+    finally:
+        for child in children:
             child.kill()
-        for child in self._children:
+        for child in children:
             child.wait()
-        self._children.clear()

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sandbox_agent.sandbox.base import CancelToken, Runtime, SandboxBackend, SandboxRequest
 from sandbox_agent.stress.actions import OutsideAction
-from sandbox_agent.stress.load import CpuLoad
+from sandbox_agent.stress.load import busy_loops
 from sandbox_agent.stress.report import RunOutcome, StressReport, build_report
 from sandbox_agent.stress.scenarios import PYTHON, SCENARIOS, Scenario
 
@@ -232,7 +232,7 @@ def run_stress(
                 if not batch:
                     continue
                 busy = config.concurrency if load == "cpu_load" else 0
-                with CpuLoad(busy), ThreadPoolExecutor(config.concurrency) as pool:
+                with busy_loops(busy), ThreadPoolExecutor(config.concurrency) as pool:
                     for outcome in pool.map(lambda run: session.run_one(*run), batch):
                         outcomes.append(outcome)
                         if on_outcome is not None:
