@@ -20,7 +20,6 @@ import threading
 import time
 from typing import NamedTuple
 
-from sandbox_agent.errors import ToolDenied
 from sandbox_agent.policy import collect_command
 from sandbox_agent.sandbox.base import (
     CancelToken,
@@ -157,20 +156,3 @@ def _prefixes(module: str) -> tuple[str, ...]:
 
 def _failed(tests: int, reason: str) -> BaselineCheck:
     return BaselineCheck(tests, (), reason)
-
-
-def start_baseline(
-    workspace: Workspace,
-    runner: str,
-    sandbox: SandboxBackend,
-    *,
-    runtime: Runtime,
-    limits: SandboxLimits,
-    cancel: CancelToken | None,
-) -> Baseline | None:
-    """A started ``Baseline``, or None when the runner is not allowlisted (then no test
-    run can pass anyway)."""
-    try:
-        return Baseline(workspace, runner, sandbox, runtime=runtime, limits=limits, cancel=cancel)
-    except ToolDenied:
-        return None

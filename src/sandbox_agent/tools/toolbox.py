@@ -16,7 +16,7 @@ from sandbox_agent.sandbox.base import (
     SandboxRequest,
 )
 from sandbox_agent.tools import files, patch
-from sandbox_agent.tools.baseline import Baseline, start_baseline
+from sandbox_agent.tools.baseline import Baseline
 from sandbox_agent.tools.contracts import (
     ARGS_MODELS,
     ApplyPatchArgs,
@@ -177,15 +177,19 @@ class ToolBox:
 
     def start_baseline(self) -> None:
         """Collect the original tree's test ids in the background (``tools.baseline``), so
-        the final verdict can require them; it overlaps the model's turns."""
-        self.baseline = start_baseline(
-            self.workspace,
-            self.policy.runner,
-            self.sandbox,
-            runtime=self.runtime,
-            limits=self.limits,
-            cancel=self.cancel,
-        )
+        the final verdict can require them; it overlaps the model's turns. ``baseline`` is None
+        when the runner is not allowlisted (then no test run can pass anyway)."""
+        try:
+            self.baseline = Baseline(
+                self.workspace,
+                self.policy.runner,
+                self.sandbox,
+                runtime=self.runtime,
+                limits=self.limits,
+                cancel=self.cancel,
+            )
+        except ToolDenied:
+            self.baseline = None
 
     def stop_baseline(self) -> None:
         """End the baseline run if it still runs (before the workspace goes)."""
