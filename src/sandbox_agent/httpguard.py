@@ -1,4 +1,5 @@
-"""Which names are this host's own: the one ``Host`` check of the viewer and the service.
+"""Which names are this host's own: the one ``Host`` check of the viewer and the service;
+and the rest both servers guard with: their security headers and one-line refusals.
 
 Both servers listen on loopback and answer only requests whose ``Host`` header names a
 loopback host, so a page of another site that rebinds its name to 127.0.0.1 (DNS
@@ -17,7 +18,13 @@ use it without importing each other.
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from starlette.types import Send
 
 _HOST = re.compile(
     r"(?:(?P<name>localhost)|(?P<ipv4>[0-9.]+)|\[(?P<ipv6>[0-9a-f:.]+)\])"
@@ -25,6 +32,22 @@ _HOST = re.compile(
     re.ASCII | re.IGNORECASE,
 )
 _MAX_PORT = 65535
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+    "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+"""Both servers' pages load nothing from anywhere else and run no inline script or
+style: model output shown on them can never become code, even if an escaping bug
+slipped in."""
+SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"cache-control", b"no-store"),
+)
+"""On every answer of both servers (the viewer adds its own after these)."""
 
 
 def is_loopback_name(host: str) -> bool:
@@ -60,3 +83,18 @@ def host_is_loopback(value: bytes) -> bool:
         return ipaddress.IPv6Address(match.group("ipv6")).is_loopback
     except ValueError:
         return False
+
+
+async def send_refusal(
+    send: Send, status: int, detail: str, headers: Sequence[tuple[bytes, bytes]]
+) -> None:
+    """Answer ``status`` with ``{"detail": detail}`` as JSON, ``headers`` after its type
+    and length: a refusal made before the app sees the request."""
+    body = json.dumps({"detail": detail}).encode()
+    start_headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        *headers,
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": start_headers})
+    await send({"type": "http.response.body", "body": body})

@@ -3,31 +3,14 @@ security headers on every answer."""
 
 from __future__ import annotations
 
-import json
-
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from sandbox_agent.httpguard import host_is_loopback
+from sandbox_agent.httpguard import SECURITY_HEADERS, host_is_loopback, send_refusal
 from sandbox_agent.service.auth import token_matches
 
 PUBLIC_PATHS = frozenset({"/health", "/", "/openapi.json", "/docs", "/docs/oauth2-redirect"})
 """Paths that need no token: liveness, the page shell, its static files, the schema."""
 PUBLIC_PREFIXES = ("/static/",)
-
-CONTENT_SECURITY_POLICY = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-    "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-)
-"""The page loads nothing from anywhere else and runs no inline script: model output shown
-on it can never become code, even if an escaping bug slipped in."""
-
-_SECURITY_HEADERS = [
-    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
-    (b"x-frame-options", b"DENY"),
-    (b"cache-control", b"no-store"),
-]
 
 
 class LimitsMiddleware:
@@ -51,7 +34,7 @@ class LimitsMiddleware:
         headers = scope.get("headers") or []
         hosts = [value for name, value in headers if name == b"host"]
         if self._loopback_only and not all(map(host_is_loopback, hosts)):
-            await _answer(send, 421, FOREIGN_HOST_DETAIL, _SECURITY_HEADERS)
+            await send_refusal(send, 421, FOREIGN_HOST_DETAIL, SECURITY_HEADERS)
             return
         declared = dict(headers).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self._max):
@@ -78,7 +61,7 @@ class LimitsMiddleware:
                 return
             if message["type"] == "http.response.start":
                 started = True
-                message["headers"] = [*message.get("headers", []), *_SECURITY_HEADERS]
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
             await send(message)
 
         await self._app(scope, counted_receive, secure_send)
@@ -119,25 +102,9 @@ class TokenGate:
         # The security headers come from LimitsMiddleware, which wraps this gate. The body
         # is never read: the connection is closed rather than drained.
         extra = [(b"www-authenticate", b"Bearer"), (b"connection", b"close")]
-        await _answer(send, 401, detail, extra)
+        await send_refusal(send, 401, detail, extra)
 
 
 async def _too_large(send: Send, limit: int) -> None:
     detail = f"request body too large: at most {limit} bytes"
-    await _answer(send, 413, detail, [(b"connection", b"close"), *_SECURITY_HEADERS])
-
-
-async def _answer(send: Send, status: int, detail: str, extra: list[tuple[bytes, bytes]]) -> None:
-    body = json.dumps({"detail": detail}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                *extra,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await send_refusal(send, 413, detail, [(b"connection", b"close"), *SECURITY_HEADERS])

@@ -10,27 +10,13 @@ Nothing it serves can change anything, so only ``GET`` and ``HEAD`` are answered
 
 from __future__ import annotations
 
-import json
-
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from sandbox_agent import httpguard
 from sandbox_agent.httpguard import host_is_loopback
 
-CONTENT_SECURITY_POLICY = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-    "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-)
-"""The service's policy, word for word (a test holds them equal): no inline script, no
-inline style, nothing from elsewhere, so text from a run can never become code."""
-
-SECURITY_HEADERS = [
-    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
-    (b"x-frame-options", b"DENY"),
-    (b"cache-control", b"no-store"),
-    (b"cross-origin-resource-policy", b"same-origin"),
-]
+SECURITY_HEADERS = [*httpguard.SECURITY_HEADERS, (b"cross-origin-resource-policy", b"same-origin")]
+"""The service's security headers (``httpguard``), and the viewer's own after them."""
 FOREIGN_HOST = (
     "the Host header names another server: the viewer answers only loopback names "
     "(a guard against DNS rebinding); use the URL it printed"
@@ -68,12 +54,4 @@ class ViewerGuard:
 async def _answer(
     send: Send, status: int, detail: str, extra: list[tuple[bytes, bytes]] | None = None
 ) -> None:
-    body = json.dumps({"detail": detail}).encode()
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-        *(extra or []),
-        *SECURITY_HEADERS,
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    await httpguard.send_refusal(send, status, detail, [*(extra or []), *SECURITY_HEADERS])
