@@ -244,11 +244,9 @@ class Edit(NamedTuple):
     new: str
 
 
-def edit_for(old_text: str, new_text: str) -> Edit:
-    """The smallest run of whole lines whose replacement turns ``old_text`` into
-    ``new_text``, widened until it occurs exactly once (``apply_patch``'s rule)."""
-    old = old_text.splitlines(keepends=True)
-    new = new_text.splitlines(keepends=True)
+def shared_ends(old: list[str], new: list[str]) -> tuple[int, int]:
+    """How many lines ``old`` and ``new`` share at their start, then at their end (the
+    two never overlap): what an edit between them need not replace."""
     prefix = 0
     while prefix < min(len(old), len(new)) and old[prefix] == new[prefix]:
         prefix += 1
@@ -258,6 +256,15 @@ def edit_for(old_text: str, new_text: str) -> Edit:
         and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]
     ):
         suffix += 1
+    return prefix, suffix
+
+
+def edit_for(old_text: str, new_text: str) -> Edit:
+    """The smallest run of whole lines whose replacement turns ``old_text`` into
+    ``new_text``, widened until it occurs exactly once (``apply_patch``'s rule)."""
+    old = old_text.splitlines(keepends=True)
+    new = new_text.splitlines(keepends=True)
+    prefix, suffix = shared_ends(old, new)
     start, end_old, end_new = prefix, len(old) - suffix, len(new) - suffix
     while True:
         piece = "".join(old[start:end_old])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from sandbox_agent.repair.splice import shared_ends
+
 
 class PatchEdit(BaseModel):
     """One ``apply_patch`` edit: ``old`` occurs exactly once in the file."""
@@ -23,15 +25,7 @@ def minimal_edit(before: str, after: str, label: str) -> PatchEdit:
     """
     old_lines = before.splitlines(keepends=True)
     new_lines = after.splitlines(keepends=True)
-    prefix = 0
-    while prefix < min(len(old_lines), len(new_lines)) and old_lines[prefix] == new_lines[prefix]:
-        prefix += 1
-    suffix = 0
-    while (
-        suffix < min(len(old_lines), len(new_lines)) - prefix
-        and old_lines[-1 - suffix] == new_lines[-1 - suffix]
-    ):
-        suffix += 1
+    prefix, suffix = shared_ends(old_lines, new_lines)
     start, old_end, new_end = prefix, len(old_lines) - suffix, len(new_lines) - suffix
     while True:
         old = "".join(old_lines[start:old_end])
