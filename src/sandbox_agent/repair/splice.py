@@ -259,9 +259,11 @@ def shared_ends(old: list[str], new: list[str]) -> tuple[int, int]:
     return prefix, suffix
 
 
-def edit_for(old_text: str, new_text: str) -> Edit:
+def unique_edit(old_text: str, new_text: str, *, end_first: bool = False) -> Edit | None:
     """The smallest run of whole lines whose replacement turns ``old_text`` into
-    ``new_text``, widened until it occurs exactly once (``apply_patch``'s rule)."""
+    ``new_text``, widened by a line at a time (its start first; its end first with
+    ``end_first``) until it occurs exactly once in ``old_text`` (``apply_patch``'s rule);
+    None when no run does."""
     old = old_text.splitlines(keepends=True)
     new = new_text.splitlines(keepends=True)
     prefix, suffix = shared_ends(old, new)
@@ -270,10 +272,17 @@ def edit_for(old_text: str, new_text: str) -> Edit:
         piece = "".join(old[start:end_old])
         if piece and old_text.count(piece) == 1:
             return Edit(piece, "".join(new[start:end_new]))
-        if start == 0 and end_old == len(old):
-            return Edit(old_text, new_text)
-        if start > 0:
+        if end_first and end_old < len(old):
+            end_old, end_new = end_old + 1, end_new + 1
+        elif start > 0:
             start -= 1
+        elif end_old < len(old):
+            end_old, end_new = end_old + 1, end_new + 1
         else:
-            end_old += 1
-            end_new += 1
+            return None
+
+
+def edit_for(old_text: str, new_text: str) -> Edit:
+    """``unique_edit``, or the whole text when no smaller run is unique (the repair
+    strategy's edit of a module)."""
+    return unique_edit(old_text, new_text) or Edit(old_text, new_text)
