@@ -21,12 +21,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from sandbox_agent.evals.running.heldout import HeldOutResult, copy_regular_tree, run_held_out
+from sandbox_agent.evals.running.heldout import HeldOutResult, copy_regular_tree
 from sandbox_agent.evals.running.oneshot import (
     SYSTEM_PROMPT,
     Completion,
     candidate_module,
     extract_function,
+    judge,
     load_lines,
     prompt,
 )
@@ -129,13 +130,7 @@ def run_best_of(
                 continue
             module.write_text(candidate_module(row, function), encoding="utf-8")
             visible.append(_visible(case.repo, backend, runtime))
-            verdict = run_held_out(
-                case.repo,
-                case.held_out_dir,
-                backend,
-                runtime=runtime,
-                limits=SandboxLimits(timeout_s=humanevalfix.TEST_TIMEOUT_S),
-            )
+            verdict = judge(case, backend, runtime)
             heldout.append(verdict.passed)
             verdicts.append(verdict)
     selected = next((k for k, ok in enumerate(visible, start=1) if ok), None)

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from sandbox_agent.evals.running.heldout import HeldOutResult, run_held_out
 from sandbox_agent.evals.tasks import humanevalfix
+from sandbox_agent.evals.tasks.cases import EvalCase
 from sandbox_agent.sandbox.base import Runtime, SandboxBackend, SandboxLimits
 
 SYSTEM_PROMPT = "You are an expert Python programmer. You fix bugs. Answer with code only."
@@ -146,13 +147,7 @@ def run_one(
             (case.repo / f"{humanevalfix.MODULE}.py").write_text(
                 candidate_module(row, function), encoding="utf-8"
             )
-        verdict = run_held_out(
-            case.repo,
-            case.held_out_dir,
-            backend,
-            runtime=runtime,
-            limits=SandboxLimits(timeout_s=humanevalfix.TEST_TIMEOUT_S),
-        )
+        verdict = judge(case, backend, runtime)
     return OneShotRecord(
         task_id=task_id,
         passed=verdict.passed and function is not None,
@@ -161,4 +156,17 @@ def run_one(
         input_tokens=answer.input_tokens,
         output_tokens=answer.output_tokens,
         wall_s=round(time.monotonic() - started, 3),
+    )
+
+
+def judge(case: EvalCase, backend: SandboxBackend, runtime: Runtime) -> HeldOutResult:
+    """The row's held-out check on the case's tree as it is now, exactly as an agent's
+    final tree is judged (``evals.running.heldout``), at the row's test timeout."""
+    assert case.repo is not None  # noqa: S101 - build_case always makes the repository
+    return run_held_out(
+        case.repo,
+        case.held_out_dir,
+        backend,
+        runtime=runtime,
+        limits=SandboxLimits(timeout_s=humanevalfix.TEST_TIMEOUT_S),
     )
