@@ -13,16 +13,70 @@ named no collected test).
 
 from __future__ import annotations
 
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
 import json
 import os
+import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
 
 WANTED_ENV = "SANDBOX_AGENT_REGRESSION_WANTED"
 OUT_ENV = "SANDBOX_AGENT_REGRESSION_OUT"
+MOVES_ENV = "SANDBOX_AGENT_REGRESSION_MOVES"
+"""A JSON object, today's module name -> its name in the old tree, for modules that only
+moved since (``regression.module_moves``): today's tests then import them by today's name."""
 MAX_MESSAGE = 300
+
+
+class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Resolves a module's new name to the module under its old name, last on the path:
+    a name the old tree has is always its own. A package that only today's names need
+    (``a.b`` of ``a.b.c``) is an empty one, so that its moved children can be found."""
+
+    def __init__(self, moves: dict[str, str]) -> None:
+        self.moves = moves
+        self.packages = {
+            name.rsplit(".", depth)[0] for name in moves for depth in range(1, name.count(".") + 1)
+        }
+        self._specs: dict[str, Any] = {}
+
+    def find_spec(
+        self, fullname: str, path: Any = None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname in self.moves:
+            return importlib.util.spec_from_loader(fullname, self)
+        if fullname in self.packages:
+            return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+        return None
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        old = self.moves.get(spec.name)
+        if old is None:
+            return None  # an empty package
+        module = importlib.import_module(old)
+        self._specs[spec.name] = module.__spec__  # the import machinery overwrites it
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        name = getattr(module.__spec__, "name", "")
+        if name in self._specs:
+            module.__spec__ = self._specs.pop(name)
+
+
+def _install_moves() -> None:
+    path = os.environ.get(MOVES_ENV)
+    if path:
+        moves = json.loads(Path(path).read_text(encoding="utf-8"))
+        sys.meta_path.append(MovedModules({str(k): str(v) for k, v in moves.items()}))
+
+
+_install_moves()
 
 _results: dict[str, dict[str, str]] = {}
 _collect_errors: dict[str, str] = {}

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import functools
+import json
 import shutil
 import sys
 import tempfile
@@ -84,6 +85,35 @@ def _caveats(before: str) -> list[str]:
     )
 
 
+MOVED_ROOTS = ("src", "devtools")
+"""Where the modules whose moves today's tests see through are (``module_moves``)."""
+
+
+def _module(path: str) -> str | None:
+    """``src/sandbox_agent/a/b.py`` -> ``sandbox_agent.a.b`` (``devtools/...`` likewise)."""
+    parts = path.removesuffix(".py").split("/")
+    if not path.endswith(".py") or parts[0] not in MOVED_ROOTS:
+        return None
+    parts = parts[1:] if parts[0] == "src" else parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_moves(before: str) -> dict[str, str]:
+    """Today's name -> the name in ``before`` of every module git sees as renamed since
+    (issue 31 moved many): today's tests import them by today's names on the old tree."""
+    listing = gitrepo.git(
+        "diff", "--name-status", "-M", "--diff-filter=R", before, "HEAD", "--", *MOVED_ROOTS
+    )
+    moves: dict[str, str] = {}
+    for line in listing.splitlines():
+        fields = line.split("\t")
+        if len(fields) == 3 and fields[0].startswith("R"):
+            old, new = _module(fields[1]), _module(fields[2])
+            if old and new and old != new:
+                moves[new] = old
+    return moves
+
+
 def _stands(run: CaseRun) -> bool:
     """Whether a case ran against the old code: neither not applicable nor not collected."""
     return run.outcome != "not_applicable" and run.message != NOT_COLLECTED
@@ -108,9 +138,12 @@ def _before(
             env = oldtree.tree_env(oldtree.state_folder(tree, python))
             if docker.intersection(tests):
                 holds.keep(oldtree.old_image(tree, python, env))
-            run = functools.partial(run_tests, python=python, env=env, scratch=scratch)
+            run = functools.partial(run_tests, python=python, scratch=scratch)
             oldtree.lay_tests(tree, None)
-            runs = run(tree, tests, source=CURRENT)
+            moves = scratch / f"moves-{commit[:12]}.json"
+            moves.write_text(json.dumps(module_moves(commit)), encoding="utf-8")
+            today = {**env, outcome_plugin.MOVES_ENV: str(moves)}
+            runs = run(tree, tests, env=today, source=CURRENT)
             for entry in entries:
                 for source in (entry.fix, commit):
                     retry = [case for case in _cases(entry.tests, runs) if not _stands(case)]
@@ -118,7 +151,7 @@ def _before(
                         break
                     oldtree.lay_tests(tree, source)
                     label = f"fix {source[:7]}" if source == entry.fix else f"before {source[:7]}"
-                    again = run(tree, [case.test for case in retry], source=label)
+                    again = run(tree, [case.test for case in retry], env=env, source=label)
                     runs = _merged(runs, retry, again, label)
             return runs
     except SetupError as error:

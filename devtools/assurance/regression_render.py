@@ -26,6 +26,8 @@ by the old tree's own recipe from its own supervisor. Which test bytes run there
 the pytest configuration (`pyproject.toml`) of the same origin:
 
 1. today's tests (`tests/` of the current tree): would today's suite notice the hole?
+   A module that only moved since (git sees a rename) is found under its new name too,
+   so a restructuring does not make today's tests inapplicable to older trees;
 2. where today's test is not applicable on the old tree, the tests as committed with
    the fix (`tests/` of the fix commit): the test written against the old code;
 3. where that is not applicable either, the old tree's own tests (a test committed

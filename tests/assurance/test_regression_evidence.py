@@ -4,6 +4,7 @@ page and README line it writes. The whole run is ``make regression-evidence``.""
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import sys
@@ -242,3 +243,43 @@ def test_a_conftest_that_does_not_import_makes_its_tests_not_applicable(tmp_path
             "ModuleNotFoundError: No module named 'sandbox_agent.no_such'",
         )
     ]
+
+
+def test_todays_tests_import_a_moved_module_by_its_new_name_on_the_old_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 31 moved modules (sandbox/docker_backend.py -> sandbox/docker/docker_backend.py):
+    # without the moves, today's tests were "not applicable" on every older tree and the
+    # page fell back to tests that did not show the hole.
+    from devtools.assurance.outcome_plugin import MovedModules
+
+    old = tmp_path / "oldpkg_r31"
+    old.mkdir()
+    (old / "__init__.py").write_text("")
+    (old / "backend.py").write_text("ANSWER = 42\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    finder = MovedModules({"oldpkg_r31.docker.backend": "oldpkg_r31.backend"})
+    monkeypatch.setattr(sys, "meta_path", [*sys.meta_path, finder])
+    try:
+        moved = importlib.import_module("oldpkg_r31.docker.backend")
+        original = importlib.import_module("oldpkg_r31.backend")
+        assert moved is original
+        assert moved.ANSWER == 42
+        assert original.__spec__ is not None
+        assert original.__spec__.name == "oldpkg_r31.backend"  # its own spec kept
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module("oldpkg_r31.docker.absent")
+    finally:
+        for name in [n for n in sys.modules if n.startswith("oldpkg_r31")]:
+            del sys.modules[name]
+
+
+def test_the_moves_are_read_from_git_renames() -> None:
+    from devtools.assurance.regression import module_moves
+
+    moves = module_moves("7c49b7c")  # before issue 31's moves
+    assert (
+        moves["sandbox_agent.sandbox.docker.docker_backend"]
+        == "sandbox_agent.sandbox.docker_backend"
+    )
+    assert moves["devtools.assurance.findings"] == "sandbox_agent.assurance.findings"
