@@ -162,7 +162,10 @@ def test_a_server_that_dies_mid_run_ends_it_with_a_provider_error(
         assert server.status().running is False
     seen = assert_contract(result, ledger)
     assert result.status == "FAILED"
-    assert "provider failed: ModelServerGone" in result.reason
+    # the error a user can act on (issue 30): what happened and where the server's log is
+    assert result.reason.startswith("the provider failed: the local model server exited")
+    assert "killed by signal 9 (SIGKILL)" in result.reason
+    assert "server.log" in result.reason
     (failure,) = [e for e in seen if e["event"] == "provider_error"]
     assert failure["diagnostics"]["server_pid"] == record.pid
     assert failure["diagnostics"]["log_tail"], "the server's last log lines are kept"
