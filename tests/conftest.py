@@ -23,8 +23,6 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from sandbox_agent.providers import TEST_DOUBLES_ENV
-
 # Property tests check what is computed, never how fast: Hypothesis's defaults fail an
 # example that takes over 200 ms ("deadline") or data that is slow to make ("too_slow"),
 # and a loaded machine or a late garbage collection does both. One profile for every
@@ -39,7 +37,12 @@ settings.load_profile("sandbox-agent")
 # test starts (the CLI, ``serve``, Ray nodes inherit the environment). One value for
 # the whole session, set before any test runs.
 TEST_DOUBLE_FILES = (Path(__file__).parent / "doubles" / "slow_provider.py",)
-os.environ[TEST_DOUBLES_ENV] = os.pathsep.join(str(p) for p in TEST_DOUBLE_FILES)
+try:
+    from sandbox_agent.providers import TEST_DOUBLES_ENV
+except ImportError:  # an older tree ships its doubles in the package: the regression
+    pass  # evidence runs today's tests there, and a conftest that fails to import stops all
+else:
+    os.environ[TEST_DOUBLES_ENV] = os.pathsep.join(str(p) for p in TEST_DOUBLE_FILES)
 
 REQUIRE_DOCKER_ENV = "SANDBOX_AGENT_REQUIRE_DOCKER"
 REQUIRE_LOCALMODEL_ENV = "SANDBOX_AGENT_REQUIRE_LOCALMODEL"
