@@ -91,7 +91,7 @@ test-soak: setup browser model
 # what is missing (FRESH=1 starts over). HEF=all for all 164 rows, HEF=N for N odd rows.
 HEF ?= odd
 eval-local: setup model
-	$(PY) -m devtools.eval_local --humanevalfix $(HEF) $(if $(FRESH),--fresh)
+	$(PY) -m devtools.eval_local --humanevalfix $(HEF) $(if $(FRESH),--fresh) $(if $(STAGES),--stages $(STAGES))
 
 check: venv
 	.venv/bin/ruff check src tests benchmarks scripts devtools

@@ -2,21 +2,22 @@
 
 ``python -m devtools.eval_local [--results-dir DIR] [--report-dir DIR]
 [--humanevalfix odd|all|N] [--repeats N] [--strategy repair|tools] [--tools-loop]
-[--skip-agent] [--skip-oneshot] [--fresh]``
+[--stages LIST] [--skip-agent] [--skip-oneshot] [--fresh]``
 
-Stages, the most telling first, each resumable and each followed by the report:
+Stages, each resumable and each followed by the report, in this order unless
+``--stages`` names some of them in another (``make eval-local STAGES=realrepos,fixtures``):
 
-1. HumanEvalFix through the agent (``--strategy``, default ``repair``): all 82
+1. ``agent``: HumanEvalFix through the agent (``--strategy``, default ``repair``): all 82
    **odd-numbered** rows (the split results are reported on; changes meant to raise
    success are developed on the even-numbered rows only, docs/DECISIONS.md);
-2. the greedy one-shot baseline on the same rows (``evals.running.oneshot``);
-3. one-shot best-of-N on the same rows, selected by the same visible tests
+2. ``oneshot``: the greedy one-shot baseline on the same rows (``evals.running.oneshot``);
+3. ``bestof``: one-shot best-of-N on the same rows, selected by the same visible tests
    (``evals.running.bestof``; N, temperature and seeds are the repair strategy's);
-4. the 10-task set, ``--repeats`` times, each repeat with its own seeds (independent
+4. ``fixtures``: the 10-task set, ``--repeats`` times, each repeat with its own seeds (independent
    samples: ``evals.running.options.SEED_STRIDE``);
-5. all 39 realrepos tasks (their visible and held-out tests coincide: the project's own
-   suite);
-6. with ``--tools-loop``: HumanEvalFix's rows through the ``tools`` strategy too.
+5. ``realrepos``: all 39 realrepos tasks (their visible and held-out tests coincide: the
+   project's own suite);
+6. ``tools-loop`` (or ``--tools-loop``): HumanEvalFix's rows through the ``tools`` strategy too.
 
 Every finished run is in the results folder as soon as it ends, and running the same
 command again runs only what is missing (``eval --resume``); ``--fresh`` starts over
@@ -29,6 +30,7 @@ import argparse
 import random
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +48,9 @@ REPEATS = 3
 MAX_WALL_SECONDS = 900.0
 """Per agent run: a local 1.5B model on 2 cores needs minutes where a plan needs a second."""
 MAX_ITERATIONS_HUMANEVALFIX = 12
+STAGES = ("agent", "oneshot", "bestof", "fixtures", "realrepos", "tools-loop")
+DEFAULT_STAGES = STAGES[:-1]
+"""Every stage but the tool loop's, in the order above."""
 REPORT_DIR = PROJECT_ROOT / "docs" / "results"
 RESULTS_DIR = PROJECT_ROOT / "results" / "eval-local"
 """Where the runs go by default: one fixed folder, so running again resumes."""
@@ -65,6 +70,22 @@ def odd_subset(task_ids: list[str], size: int, seed: int = SUBSET_SEED) -> list[
     odd = sorted((task_id for task_id in task_ids if number(task_id) % 2 == 1), key=number)
     chosen = random.Random(seed).sample(odd, min(size, len(odd)))  # noqa: S311 - a seeded draw
     return sorted(chosen, key=number)
+
+
+def parse_stages(text: str) -> list[str]:
+    """``"realrepos,fixtures"`` -> the stages in the order given, each once.
+
+    Raises:
+        ValueError: an unknown or repeated stage, or none, with what to write instead.
+    """
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in STAGES]
+    if unknown or not names or len(set(names)) != len(names):
+        raise ValueError(
+            f"--stages {text!r}: give one or more of {','.join(STAGES)}, each once, "
+            "comma-separated, in the order to run them"
+        )
+    return names
 
 
 def _eval(argv: list[str]) -> int:
@@ -234,26 +255,24 @@ def run(args: argparse.Namespace) -> int:
                 set_aside(results / name)  # kept under another name, never deleted
     hef = ["--suite", "humanevalfix", "--tasks", ",".join(chosen), *dataset,
            "--max-iterations", str(MAX_ITERATIONS_HUMANEVALFIX)]  # fmt: skip
-    if not args.skip_agent:
-        _eval(["eval", "--provider", "local", *strategy, *hef, *budget, *resume,
-               "--results-dir", str(results / "humanevalfix")])  # fmt: skip
+    stages: dict[str, Callable[[], object]] = {
+        "agent": lambda: _eval(["eval", "--provider", "local", *strategy, *hef, *budget,
+                                *resume, "--results-dir", str(results / "humanevalfix")]),
+        "oneshot": lambda: _oneshot(rows, chosen, results / ONESHOT_FILE),
+        "bestof": lambda: _bestof(rows, chosen, results / BESTOF_FILE, repair),
+        "fixtures": lambda: _eval(["eval", "--provider", "local", *strategy, "--suite",
+                                   "fixtures", "--repeats", str(args.repeats), *budget,
+                                   *resume, "--results-dir", str(results / "fixtures")]),
+        "realrepos": lambda: _eval(["eval", "--provider", "local", *strategy, "--suite",
+                                    "realrepos", *budget, *resume,
+                                    "--results-dir", str(results / "realrepos")]),
+        "tools-loop": lambda: _eval(["eval", "--provider", "local", "--strategy", "tools",
+                                     *hef, *budget, *resume,
+                                     "--results-dir", str(results / "humanevalfix-tools")]),
+    }  # fmt: skip
+    for name in args.stages:
+        stages[name]()
         report()
-    if not args.skip_oneshot:
-        _oneshot(rows, chosen, results / ONESHOT_FILE)
-        report()
-        _bestof(rows, chosen, results / BESTOF_FILE, repair)
-        report()
-    if not args.skip_agent:
-        fixtures = ["--suite", "fixtures", "--repeats", str(args.repeats)]
-        _eval(["eval", "--provider", "local", *strategy, *fixtures, *budget, *resume,
-               "--results-dir", str(results / "fixtures")])  # fmt: skip
-        report()
-        _eval(["eval", "--provider", "local", *strategy, "--suite", "realrepos", *budget,
-               *resume, "--results-dir", str(results / "realrepos")])  # fmt: skip
-        report()
-    if args.tools_loop and not args.skip_agent:
-        _eval(["eval", "--provider", "local", "--strategy", "tools", *hef, *budget, *resume,
-               "--results-dir", str(results / "humanevalfix-tools")])  # fmt: skip
     md, js = report()
     print(f"eval-local: report {md} {js}", file=sys.stderr)
     return 0
@@ -280,11 +299,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=REPEATS, help="of the 10-task set")
     parser.add_argument("--max-wall-seconds", type=float, default=MAX_WALL_SECONDS)
     parser.add_argument("--dataset", default=None, help="HumanEvalFix JSONL")
-    parser.add_argument("--skip-agent", action="store_true", help="report on what is there")
-    parser.add_argument("--skip-oneshot", action="store_true")
+    parser.add_argument(
+        "--stages",
+        default=",".join(DEFAULT_STAGES),
+        help=f"which stages, in which order (comma-separated, of: {','.join(STAGES)}; "
+        "default %(default)s)",
+    )
+    parser.add_argument(
+        "--skip-agent", action="store_true", help="no agent stage (report on what is there)"
+    )
+    parser.add_argument("--skip-oneshot", action="store_true", help="no oneshot/bestof stage")
     args = parser.parse_args(argv)
     if args.humanevalfix not in ("all", "odd") and not args.humanevalfix.isdigit():
         parser.error("--humanevalfix takes 'odd', 'all' or a number of odd-numbered rows")
+    try:
+        stages = parse_stages(args.stages)
+    except ValueError as error:
+        parser.error(str(error))
+    if args.tools_loop and "tools-loop" not in stages:
+        stages.append("tools-loop")
+    agent = {"agent", "fixtures", "realrepos", "tools-loop"}
+    skipped = (agent if args.skip_agent else set()) | (
+        {"oneshot", "bestof"} if args.skip_oneshot else set()
+    )
+    args.stages = [name for name in stages if name not in skipped]
     return run(args)
 
 

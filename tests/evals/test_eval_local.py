@@ -197,3 +197,13 @@ def test_a_one_shot_line_edited_into_a_pass_is_not_counted(tmp_path: Path) -> No
     path = tmp_path / "oneshot.jsonl"
     path.write_text(shot.model_copy(update={"passed": True}).model_dump_json() + "\n")
     assert [record.passed for record in oneshot.load_records(path)] == [False]
+
+
+def test_stages_run_in_the_order_given_and_a_bad_list_is_refused() -> None:
+    from devtools.eval_local import DEFAULT_STAGES, parse_stages
+
+    assert parse_stages("realrepos, fixtures") == ["realrepos", "fixtures"]
+    assert list(DEFAULT_STAGES) == ["agent", "oneshot", "bestof", "fixtures", "realrepos"]
+    for bad in ("", "realrepo", "agent,agent", ","):
+        with pytest.raises(ValueError, match=r"--stages .*each once"):
+            parse_stages(bad)
