@@ -29,20 +29,26 @@ import pytest
 WANTED_ENV = "SANDBOX_AGENT_REGRESSION_WANTED"
 OUT_ENV = "SANDBOX_AGENT_REGRESSION_OUT"
 MOVES_ENV = "SANDBOX_AGENT_REGRESSION_MOVES"
-"""A JSON object, today's module name -> its name in the old tree, for modules that only
-moved since (``regression.module_moves``): today's tests then import them by today's name."""
+"""A JSON object (``regression.Moves``): ``moves``, today's module name -> its name in the
+old tree, for modules that only moved since, so that today's tests import them by
+today's name; ``first``, those of them found before any file of that name (test doubles
+that moved out of the product: today's copy, laid with today's tests, would import
+today's modules)."""
 MAX_MESSAGE = 300
 
 
 class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Resolves a module's new name to the module under its old name, last on the path:
-    a name the old tree has is always its own. A package that only today's names need
-    (``a.b`` of ``a.b.c``) is an empty one, so that its moved children can be found."""
+    """Resolves a module's new name to the module under its old name. Put last on the
+    path, a name the old tree has is always its own, and a package that only today's names
+    need (``a.b`` of ``a.b.c``) is an empty one, so that its moved children can be found;
+    put first (``packages=False``), it resolves only the names it is given."""
 
-    def __init__(self, moves: dict[str, str]) -> None:
+    def __init__(self, moves: dict[str, str], *, packages: bool = True) -> None:
         self.moves = moves
         self.packages = {
-            name.rsplit(".", depth)[0] for name in moves for depth in range(1, name.count(".") + 1)
+            name.rsplit(".", depth)[0]
+            for name in (moves if packages else ())
+            for depth in range(1, name.count(".") + 1)
         }
         self._specs: dict[str, Any] = {}
 
@@ -72,8 +78,11 @@ class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 def _install_moves() -> None:
     path = os.environ.get(MOVES_ENV)
     if path:
-        moves = json.loads(Path(path).read_text(encoding="utf-8"))
-        sys.meta_path.append(MovedModules({str(k): str(v) for k, v in moves.items()}))
+        given = json.loads(Path(path).read_text(encoding="utf-8"))
+        moves = {str(k): str(v) for k, v in given["moves"].items()}
+        first = {name: moves[name] for name in given["first"]}
+        sys.meta_path.insert(0, MovedModules(first, packages=False))
+        sys.meta_path.append(MovedModules({k: v for k, v in moves.items() if k not in first}))
 
 
 _install_moves()

@@ -24,6 +24,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from devtools.assurance import gitrepo, oldtree, outcome_plugin
 from devtools.assurance.findings import (
@@ -85,33 +86,84 @@ def _caveats(before: str) -> list[str]:
     )
 
 
-MOVED_ROOTS = ("src", "devtools")
+MOVED_ROOTS = ("src", "devtools", "tests")
 """Where the modules whose moves today's tests see through are (``module_moves``)."""
 
 
+class Moves(NamedTuple):
+    """Today's module name -> its name in an old tree (``module_moves``)."""
+
+    moves: dict[str, str]
+    first: list[str]
+    """The moves into ``tests/`` (test doubles taken out of the product): today's copy is
+    laid into the old tree with today's tests and imports today's modules, so the old
+    tree's own module is found first, before that copy."""
+
+
 def _module(path: str) -> str | None:
-    """``src/sandbox_agent/a/b.py`` -> ``sandbox_agent.a.b`` (``devtools/...`` likewise)."""
+    """``src/sandbox_agent/a/b.py`` -> ``sandbox_agent.a.b``; ``tests/a/b.py`` -> ``a.b``
+    (pytest puts ``tests/`` on the path); ``devtools/...`` as it is."""
     parts = path.removesuffix(".py").split("/")
     if not path.endswith(".py") or parts[0] not in MOVED_ROOTS:
         return None
-    parts = parts[1:] if parts[0] == "src" else parts
+    parts = parts[1:] if parts[0] in ("src", "tests") else parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def module_moves(before: str) -> dict[str, str]:
-    """Today's name -> the name in ``before`` of every module git sees as renamed since
-    (issue 31 moved many): today's tests import them by today's names on the old tree."""
-    listing = gitrepo.git(
+def module_moves(before: str) -> Moves:
+    """Every module git sees as moved since ``before`` (issue 31 moved many): today's tests
+    import them by today's names on the old tree.
+
+    Seen two ways: one diff from ``before`` to today, and each commit's own renames and
+    copies followed in order, which finds a module moved and rewritten since (under git's
+    similarity threshold from end to end) and one moved beside a shim of its old name
+    that a later commit removed (a copy, then a delete)."""
+    origin: dict[str, str] = {}  # a path today -> its path at ``before``
+    whole = gitrepo.git(
         "diff", "--name-status", "-M", "--diff-filter=R", before, "HEAD", "--", *MOVED_ROOTS
     )
+    for _, old_path, new_path in _renames(whole):
+        origin[new_path] = old_path
+    stepwise = gitrepo.git(
+        "log", "--reverse", "--format=", "--name-status", "-M", "-C", "--diff-filter=RC",
+        f"{before}..HEAD", "--", *MOVED_ROOTS,
+    )  # fmt: skip
+    followed: dict[str, str] = {}
+    copied: set[str] = set()
+    for kind, old_path, new_path in _renames(stepwise):
+        followed[new_path] = followed.get(old_path, old_path)
+        if kind == "R":
+            followed.pop(old_path, None)
+        if kind == "C" or old_path in copied:
+            copied.add(new_path)
+    # A copy counts as a move only when its source is gone today (a shim removed): a new
+    # module much like an old one is not that module, and importing the old one in its
+    # place would show a test failing before a fix for a reason that is not the finding.
+    today = set(
+        gitrepo.git("ls-tree", "-r", "--name-only", "HEAD", "--", *MOVED_ROOTS).splitlines()
+    )
+    origin.update(
+        (new, old) for new, old in followed.items() if new not in copied or old not in today
+    )
     moves: dict[str, str] = {}
+    first: list[str] = []
+    for new_path, old_path in sorted(origin.items()):
+        old, new = _module(old_path), _module(new_path)
+        if old and new and old != new:
+            moves[new] = old
+            if new_path.startswith("tests/") and not old_path.startswith("tests/"):
+                first.append(new)
+    return Moves(moves, first)
+
+
+def _renames(listing: str) -> list[tuple[str, str, str]]:
+    """``(R or C, old path, new path)`` of each rename or copy line of ``--name-status``."""
+    found = []
     for line in listing.splitlines():
         fields = line.split("\t")
-        if len(fields) == 3 and fields[0].startswith("R"):
-            old, new = _module(fields[1]), _module(fields[2])
-            if old and new and old != new:
-                moves[new] = old
-    return moves
+        if len(fields) == 3 and fields[0][:1] in ("R", "C"):
+            found.append((fields[0][:1], fields[1], fields[2]))
+    return found
 
 
 def _stands(run: CaseRun) -> bool:
@@ -141,7 +193,7 @@ def _before(
             run = functools.partial(run_tests, python=python, scratch=scratch)
             oldtree.lay_tests(tree, None)
             moves = scratch / f"moves-{commit[:12]}.json"
-            moves.write_text(json.dumps(module_moves(commit)), encoding="utf-8")
+            moves.write_text(json.dumps(module_moves(commit)._asdict()), encoding="utf-8")
             today = {**env, outcome_plugin.MOVES_ENV: str(moves)}
             runs = run(tree, tests, env=today, source=CURRENT)
             for entry in entries:

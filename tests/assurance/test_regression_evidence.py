@@ -277,9 +277,56 @@ def test_todays_tests_import_a_moved_module_by_its_new_name_on_the_old_tree(
 def test_the_moves_are_read_from_git_renames() -> None:
     from devtools.assurance.regression import module_moves
 
-    moves = module_moves("7c49b7c")  # before issue 31's moves
+    moves = module_moves("7c49b7c").moves  # before issue 31's moves
     assert (
         moves["sandbox_agent.sandbox.docker.docker_backend"]
         == "sandbox_agent.sandbox.docker_backend"
     )
     assert moves["devtools.assurance.findings"] == "sandbox_agent.assurance.findings"
+
+
+def test_a_module_renamed_then_rewritten_is_followed_commit_by_commit() -> None:
+    # evals/audit.py moved to evals/results/audit.py (f2da31e) after edits that left the
+    # two ends under git's 50% similarity: one diff from c1df940 saw a delete and an add,
+    # and today's test of SR-10 R7 was "not applicable" there.
+    from devtools.assurance.regression import module_moves
+
+    moves = module_moves("c1df940").moves
+    assert moves["sandbox_agent.evals.results.audit"] == "sandbox_agent.evals.audit"
+
+
+def test_a_test_double_taken_out_of_the_product_is_the_old_trees_own() -> None:
+    # service/fake_run.py moved to tests/service/fake_run.py (6211d4a). Today's copy, laid
+    # into the old tree with today's tests, imports today's modules: SR-12 D6's test was
+    # "not applicable" on 5f0b8c8. The old tree's own double stands in for it, first.
+    from devtools.assurance.regression import module_moves
+
+    moved = module_moves("5f0b8c8")
+    assert moved.moves["service.fake_run"] == "sandbox_agent.service.fake_run"
+    assert "service.fake_run" in moved.first
+    assert "sandbox_agent.evals.results.journal" not in moved.first
+
+
+def test_a_first_move_wins_over_the_file_of_that_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from devtools.assurance.outcome_plugin import MovedModules
+
+    files = {
+        "oldpkg_d6/__init__.py": "",
+        "oldpkg_d6/double.py": "WHO = 'old'\n",
+        "dbl_d6/__init__.py": "",
+        "dbl_d6/double.py": "WHO = 'today'\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    finder = MovedModules({"dbl_d6.double": "oldpkg_d6.double"}, packages=False)
+    monkeypatch.setattr(sys, "meta_path", [finder, *sys.meta_path])
+    try:
+        assert importlib.import_module("dbl_d6.double").WHO == "old"
+        assert importlib.import_module("dbl_d6").__file__ == str(tmp_path / "dbl_d6/__init__.py")
+    finally:
+        for name in [n for n in sys.modules if n.startswith(("oldpkg_d6", "dbl_d6"))]:
+            del sys.modules[name]
