@@ -237,3 +237,40 @@ def test_a_new_method_of_the_class_goes_after_the_method_replaced() -> None:
         "    def _ceil(self, n):\n        return -(-n // self.per_page)\n\n    def page(self"
     ) in spliced.text
     assert "return len(self.items)\n" in spliced.text  # __len__ was no target: kept
+
+
+def test_a_method_written_back_as_the_prompt_showed_it_is_spliced_into_its_class() -> None:
+    # The prompt shows a method under a header comment at column 0, indented as in its
+    # class (prompts.fenced); a small model answers in the same shape. That did not parse
+    # ("unexpected indent": textwrap.dedent counts the comment's margin), and a bare
+    # ``def size`` could not tell two classes' ``size`` apart: the header names the class.
+    from sandbox_agent.repair.localise import function_named
+
+    module = (
+        "class A:\n    def size(self):\n        return 0\n\n\n"
+        "class B:\n    def size(self):\n        return 0\n"
+    )
+    sites = [function_named("m.py", module, name) for name in ("A.size", "B.size")]
+    targets = [site for site in sites if site is not None]
+    shown = prompts.fenced(targets[1].header(), targets[1].source)
+    assert shown.startswith("```python\n# m.py, lines 7-8, in class B\n    def size(self):")
+    reply = shown.replace("return 0", "return 2")
+    spliced = splice(module, targets, "Here is the fix:\n" + reply)
+    assert spliced.text == (
+        "class A:\n    def size(self):\n        return 0\n\n\n"
+        "class B:\n    def size(self):\n        return 2\n"
+    )
+
+
+def test_a_comment_at_the_margin_inside_a_method_does_not_stop_the_dedent() -> None:
+    from sandbox_agent.repair.localise import function_named
+
+    site = function_named("paginator/core.py", CORE, "Paginator.page_count")
+    assert site is not None
+    reply = (
+        "```python\n    @property\n    def page_count(self):\n# round up\n"
+        "        return -(-len(self.items) // self.per_page)\n```"
+    )
+    spliced = splice(CORE, [site], reply)
+    assert "    def page_count(self):\n" in spliced.text
+    assert "        return -(-len(self.items) // self.per_page)\n" in spliced.text

@@ -21,6 +21,9 @@ from sandbox_agent.repair.imports import parse
 from sandbox_agent.repair.localise import Site
 
 CODE_BLOCK = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\r?\n(.*?)```", re.DOTALL)
+HEADER_CLASS = re.compile(r"\A\s*#[^\n]*, in class ([A-Za-z_][A-Za-z0-9_]*)[ \t]*\r?\n")
+"""A block that starts with the header ``prompts.fenced`` showed a method under (``# path,
+lines a-b, in class Cart``): its bare ``def``s are that class's methods."""
 OPEN_BLOCK = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\r?\n(.*)\Z", re.DOTALL)
 RefusalCode = Literal["no_code", "cut_off", "syntax", "wrong_function", "no_change"]
 
@@ -44,13 +47,38 @@ class Spliced(NamedTuple):
 
 
 def code_blocks(reply: str) -> list[str]:
-    """The fenced code blocks of ``reply``; a reply of bare code is its own block."""
-    blocks = [textwrap.dedent(block) for block in CODE_BLOCK.findall(reply)]
+    """The fenced code blocks of ``reply``, dedented; a reply of bare code is its own block."""
+    blocks = [dedent(block) for block in CODE_BLOCK.findall(reply)]
     if blocks:
         return blocks
-    if "```" not in reply and parse(textwrap.dedent(reply)) is not None:
-        return [textwrap.dedent(reply)]
+    if "```" not in reply and parse(dedent(reply)) is not None:
+        return [dedent(reply)]
     return []
+
+
+def dedent(code: str) -> str:
+    """``code`` without the margin its code lines share. Unlike ``textwrap.dedent``, a
+    comment line does not count: the prompt shows a method indented as in its class under
+    a header comment at column 0, and a model writes it back the same way. A comment left
+    of the margin is moved to it."""
+    lines = code.splitlines(keepends=True)
+    margins = [
+        _indent_of(line) for line in lines if line.strip() and not line.lstrip().startswith("#")
+    ]
+    margin = min(margins, key=len, default="")
+    while not all(other.startswith(margin) for other in margins):
+        margin = margin[:-1]  # tabs and spaces mixed: only what every line shares
+    if not margin:
+        return textwrap.dedent(code)
+    return "".join(
+        line[len(margin) :] if line.startswith(margin) else line.lstrip(" \t") for line in lines
+    )
+
+
+def header_class(code: str) -> str | None:
+    """The class ``code``'s header comment names (``HEADER_CLASS``), if it has one."""
+    found = HEADER_CLASS.match(code)
+    return found.group(1) if found else None
 
 
 def _nearest(code: str, line: int) -> str:
@@ -71,15 +99,23 @@ def _top_defs(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunction
     return found
 
 
-def _class_defs(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
-    """The methods of the reply's top-level classes, by ``Class.method``."""
-    return {
+def _class_defs(
+    tree: ast.Module, owner: str | None = None
+) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The methods of the reply's top-level classes, by ``Class.method``; with ``owner``
+    (the block's header class), its top-level functions as that class's methods too."""
+    found = {
         f"{node.name}.{item.name}": item
         for node in reversed(tree.body)
         if isinstance(node, ast.ClassDef)
         for item in reversed(node.body)
         if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
     }
+    if owner is not None:
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                found.setdefault(f"{owner}.{node.name}", node)
+    return found
 
 
 def _new_methods(
@@ -189,7 +225,7 @@ def splice(module: str, targets: list[Site], reply: str, *, truncated: bool = Fa
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
     existing = {node.name for node in module_tree.body if isinstance(node, ast.FunctionDef)}
-    in_classes = _class_defs(tree)
+    in_classes = _class_defs(tree, header_class(code))
     shared = {s.name for s in targets if sum(t.name == s.name for t in targets) > 1}
     replaced: list[str] = []
     grown: set[str] = set()
