@@ -347,6 +347,25 @@ def test_a_class_imported_through_a_package_is_repaired_method_by_method(tmp_pat
     assert "+        return -(-len(self.items) // self.per_page)" in result.diff
 
 
+def test_a_reply_that_writes_back_every_method_it_was_shown_is_a_candidate(
+    tmp_path: Path,
+) -> None:
+    # The shape of a real reply (realrepos): each method shown, under its header and
+    # indented as in its class, one of them changed. It was refused ("unexpected indent",
+    # then "the same as the code": only the last block was looked at).
+    reply = (
+        "```python\n# paginator/core.py, lines 6-8, in class Paginator\n    @property\n"
+        "    def page_count(self):\n        return -(-len(self.items) // self.per_page)\n```\n"
+        "```python\n# paginator/core.py, lines 2-4, in class Paginator\n"
+        "    def __init__(self, items, per_page=10):\n        self.items = list(items)\n"
+        "        self.per_page = per_page\n```\n"
+    )
+    result, _ = run(tmp_path, [reply], [PAGINATOR_FAILING, PASSING], repo=_package_repo(tmp_path))
+    assert result.status == "SUCCEEDED", result.reason
+    assert [(c.outcome, c.functions) for c in result.candidates] == [("passed", ["page_count"])]
+    assert result.diff.count("\n+ ") == 1  # one line changed
+
+
 def test_what_the_model_is_shown_of_a_class(tmp_path: Path) -> None:
     from sandbox_agent.controller.repair_loop import repair_prompt
     from sandbox_agent.repair.failures import frames

@@ -9,7 +9,7 @@ import pytest
 from sandbox_agent import prompts
 from sandbox_agent.repair.failures import Frame
 from sandbox_agent.repair.imports import MAX_REEXPORT_DEPTH
-from sandbox_agent.repair.localise import MAX_TARGETS, imported_targets, localise
+from sandbox_agent.repair.localise import MAX_TARGETS, Site, imported_targets, localise
 from sandbox_agent.repair.splice import splice
 
 CORE = '''\
@@ -274,3 +274,44 @@ def test_a_comment_at_the_margin_inside_a_method_does_not_stop_the_dedent() -> N
     spliced = splice(CORE, [site], reply)
     assert "    def page_count(self):\n" in spliced.text
     assert "        return -(-len(self.items) // self.per_page)\n" in spliced.text
+
+
+def _two_targets() -> list[Site]:
+    from sandbox_agent.repair.localise import function_named
+
+    sites = [
+        function_named("paginator/core.py", CORE, name)
+        for name in ("Paginator.page_count", "Paginator.__init__")
+    ]
+    return [site for site in sites if site is not None]
+
+
+def test_a_reply_that_writes_back_every_function_shown_gives_the_one_it_changed() -> None:
+    # A model often answers with every function it was shown, each under its header,
+    # one of them changed: the last block alone (unchanged) was "the same as the code".
+    targets = _two_targets()
+    blocks = [prompts.fenced(site.header(), site.source) for site in targets]
+    changed = blocks[0].replace(
+        "return len(self.items) // self.per_page", "return -(-len(self.items) // self.per_page)"
+    )
+    assert changed != blocks[0]
+    spliced = splice(CORE, targets, f"Fixed:\n{changed}\nand unchanged:\n{blocks[1]}")
+    assert "        return -(-len(self.items) // self.per_page)\n" in spliced.text
+    assert spliced.text.count("def __init__(self, items, per_page=10):") == 1
+    assert spliced.functions == ("page_count",)  # both written back, one changed
+
+
+def test_a_block_under_another_files_header_gives_way_to_one_for_this_file() -> None:
+    targets = _two_targets()
+    test_block = prompts.fenced(
+        "tests/test_paginator.py, lines 8-9, in class Paginator (read-only)",
+        "    def __init__(self, items, per_page=10):\n        pass\n",
+    )
+    mine = prompts.fenced(targets[0].header(), targets[0].source).replace(
+        "return len(self.items) // self.per_page", "return 0"
+    )
+    spliced = splice(CORE, targets, test_block + mine)
+    assert spliced.functions == ("page_count",)
+    assert "        self.items = list(items)\n" in spliced.text  # not the test file's
+    # alone, it is still the reply's code (a header written back a little differently)
+    assert splice(CORE, targets, test_block).functions == ("__init__",)

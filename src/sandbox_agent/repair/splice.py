@@ -15,15 +15,20 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
+from collections.abc import Callable
 from typing import Literal, NamedTuple
 
 from sandbox_agent.repair.imports import parse
 from sandbox_agent.repair.localise import Site
 
 CODE_BLOCK = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\r?\n(.*?)```", re.DOTALL)
-HEADER_CLASS = re.compile(r"\A\s*#[^\n]*, in class ([A-Za-z_][A-Za-z0-9_]*)[ \t]*\r?\n")
-"""A block that starts with the header ``prompts.fenced`` showed a method under (``# path,
-lines a-b, in class Cart``): its bare ``def``s are that class's methods."""
+HEADER = re.compile(
+    r"\A\s*#[ \t]*(?P<path>[^,\n]+), lines [0-9]+-[0-9]+"
+    r"(?:, in class (?P<owner>[A-Za-z_][A-Za-z0-9_]*))?(?P<rest>[^\n]*)\n"
+)
+"""The header ``prompts.fenced`` shows a function under (``# path, lines a-b`` and
+``, in class Cart`` for a method), which a model often writes back: a block under it is
+for that file, and its bare ``def``s are that class's methods."""
 OPEN_BLOCK = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\r?\n(.*)\Z", re.DOTALL)
 RefusalCode = Literal["no_code", "cut_off", "syntax", "wrong_function", "no_change"]
 
@@ -75,10 +80,15 @@ def dedent(code: str) -> str:
     )
 
 
-def header_class(code: str) -> str | None:
-    """The class ``code``'s header comment names (``HEADER_CLASS``), if it has one."""
-    found = HEADER_CLASS.match(code)
-    return found.group(1) if found else None
+class Header(NamedTuple):
+    path: str
+    owner: str | None
+
+
+def header(code: str) -> Header | None:
+    """The header comment ``code`` starts with (``HEADER``), if it has one."""
+    found = HEADER.match(code)
+    return Header(found["path"].strip(), found["owner"]) if found else None
 
 
 def _nearest(code: str, line: int) -> str:
@@ -140,17 +150,37 @@ def _new_methods(
     return list(found.values())
 
 
-def choose_block(reply: str, names: set[str], *, truncated: bool = False) -> tuple[str, ast.Module]:
-    """The last code block of ``reply`` that parses and defines one of ``names``.
+class Block(NamedTuple):
+    """One usable code block of a reply."""
+
+    code: str
+    tree: ast.Module
+    owner: str | None
+    """The class its header names: its bare ``def``s are that class's methods."""
+
+    @property
+    def lines(self) -> list[str]:
+        return self.code.splitlines(keepends=True)
+
+
+def usable_blocks(
+    reply: str, names: set[str], path: str = "", *, truncated: bool = False
+) -> list[Block]:
+    """The code blocks of ``reply`` that parse and define one of ``names``, in order (a
+    model often writes back every function it was shown, each under its header, changing
+    one). Blocks whose header names a file other than ``path`` count only when no other
+    block does (a header written back a little differently must not lose the code).
 
     Raises:
-        Refused: the reply has no such block (the code says which way it fails).
+        Refused: the reply has no such block (the code says which way the last fails).
     """
     blocks = code_blocks(reply)
     if not blocks:
         if truncated or OPEN_BLOCK.search(reply):
             raise Refused("cut_off", "the reply was cut off before its code block ended")
         raise Refused("no_code", "the reply has no ```python code block")
+    here: list[Block] = []
+    elsewhere: list[Block] = []
     problem: Refused | None = None
     for code in reversed(blocks):
         try:
@@ -163,12 +193,19 @@ def choose_block(reply: str, names: set[str], *, truncated: bool = False) -> tup
             continue
         defined = _top_defs(tree)
         if names & set(defined):
-            return code, tree
+            shown = header(code)
+            block = Block(code, tree, shown.owner if shown else None)
+            other = shown is not None and bool(path) and shown.path != path
+            (elsewhere if other else here).append(block)
+            continue
         problem = problem or Refused(
             "wrong_function",
             f"the code defines {', '.join(sorted(defined)) or 'no function'}; "
             f"the function to fix is {', '.join(sorted(names))}: keep its name",
         )
+    usable = here or elsewhere
+    if usable:
+        return usable[::-1]
     assert problem is not None  # noqa: S101 - at least one block was looked at
     raise problem
 
@@ -208,62 +245,109 @@ def _after_imports(tree: ast.Module) -> int:
     return last
 
 
+Piece = tuple["ast.FunctionDef | ast.AsyncFunctionDef", list[str]]
+"""A function of the reply and the lines of the block it is in."""
+
+
+def _pieces(
+    blocks: list[Block],
+    found: Callable[[Block], dict[str, ast.FunctionDef | ast.AsyncFunctionDef]],
+) -> dict[str, Piece]:
+    """What ``found`` finds in each block, by name, a later block's over an earlier one's."""
+    return {name: (node, block.lines) for block in blocks for name, node in found(block).items()}
+
+
 def splice(module: str, targets: list[Site], reply: str, *, truncated: bool = False) -> Spliced:
-    """``module`` with ``targets`` (functions of that module) replaced by the reply's.
+    """``module`` with ``targets`` (functions of that module) replaced by the reply's: from
+    every usable block (``usable_blocks``), a later block's function over an earlier one's.
 
     Raises:
         Refused: the reply cannot become a candidate for these targets.
     """
     names = {site.name for site in targets}
-    code, tree = choose_block(reply, names, truncated=truncated)
+    path = targets[0].path if targets else ""
+    blocks = usable_blocks(reply, names, path, truncated=truncated)
     module_tree = parse(module)
     if module_tree is None:
         raise Refused("no_change", "the module to change does not parse as it stands")
-    code_lines = code.splitlines(keepends=True)
-    defined = _top_defs(tree)
     lines = module.splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
     existing = {node.name for node in module_tree.body if isinstance(node, ast.FunctionDef)}
-    in_classes = _class_defs(tree, header_class(code))
+    defined = _pieces(blocks, lambda block: _top_defs(block.tree))
+    in_classes = _pieces(blocks, lambda block: _class_defs(block.tree, block.owner))
     shared = {s.name for s in targets if sum(t.name == s.name for t in targets) > 1}
     replaced: list[str] = []
+    matched = 0
     grown: set[str] = set()
     for site in sorted(targets, key=lambda s: s.start, reverse=True):
         # a method by its qualname first (``class A:`` then ``def size``); by its own
         # name only when no other target has that name
-        node = in_classes.get(site.qualname) or (
+        piece = in_classes.get(site.qualname) or (
             defined.get(site.name) if site.name not in shared else None
         )
-        if node is None:
+        if piece is None:
             continue
         indent = _indent_of(lines[site.start - 1])
-        new = _source(code_lines, node, indent)
-        replaced.append(site.name)
+        new = _source(piece[1], piece[0], indent)
+        matched += 1
+        if new != lines[site.start - 1 : site.end]:  # written back unchanged: not counted
+            replaced.append(site.name)
         if (owner := site.qualname.rpartition(".")[0]) and owner not in grown:
             grown.add(owner)  # its new methods go after its last method replaced
-            extra = _new_methods(tree, module_tree, owner, names)
-            new += [line for item in extra for line in ["\n", *_source(code_lines, item, indent)]]
-            replaced.extend(item.name for item in extra)
+            extra = _pieces(
+                blocks,
+                lambda block: {
+                    item.name: item for item in _new_methods(block.tree, module_tree, owner, names)
+                },
+            )
+            for item, item_lines in extra.values():
+                new += ["\n", *_source(item_lines, item, indent)]
+            replaced.extend(extra)
         lines[site.start - 1 : site.end] = new
-    if not replaced:
+    if not matched:
         owners = " and ".join(sorted(s.qualname for s in targets if s.name in shared))
         raise Refused("wrong_function", f"write each of {owners} inside its class")
-    last_target = max((s for s in targets if s.name in replaced), key=lambda s: s.end)
-    helpers = [
-        node
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-        and node.name not in names
-        and node.name not in existing
-    ]
+    last_target = max(
+        (s for s in targets if s.name in replaced), key=lambda s: s.end, default=targets[-1]
+    )
+    helpers = _pieces(
+        blocks,
+        lambda block: {
+            node.name: node
+            for node in block.tree.body
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.name not in names
+            and node.name not in existing
+        },
+    )
     if helpers and "." not in last_target.qualname:
         shift = len("".join(lines).splitlines()) - len(module.splitlines())
         at = last_target.end + shift
-        added = [line for node in helpers for line in ["\n", "\n", *_source(code_lines, node, "")]]
+        added = [
+            line
+            for node, node_lines in helpers.values()
+            for line in ["\n", "\n", *_source(node_lines, node, "")]
+        ]
         lines[at:at] = added
-        replaced.extend(node.name for node in helpers)
-    imports = _import_lines(tree, code_lines, module)
+        replaced.extend(helpers)
+    text = _with_imports(module, module_tree, lines, blocks)
+    return Spliced(text, tuple(replaced), "".join(block.code for block in blocks))
+
+
+def _with_imports(
+    module: str, module_tree: ast.Module, lines: list[str], blocks: list[Block]
+) -> str:
+    """``lines`` with the imports the blocks add, joined, checked to differ and parse.
+
+    Raises:
+        Refused: the result is the module as it was, or does not parse.
+    """
+    imports = list(
+        dict.fromkeys(
+            line for block in blocks for line in _import_lines(block.tree, block.lines, module)
+        )
+    )
     if imports:
         at = _after_imports(module_tree)
         lines[at:at] = imports
@@ -272,7 +356,7 @@ def splice(module: str, targets: list[Site], reply: str, *, truncated: bool = Fa
         raise Refused("no_change", "the code is the same as the code it would replace")
     if parse(text) is None:
         raise Refused("syntax", "the module does not parse with this code in it")
-    return Spliced(text, tuple(replaced), code)
+    return text
 
 
 class Edit(NamedTuple):
