@@ -59,6 +59,7 @@ def _counts(
     mode: str = "run",
     ids: list[str] | None = None,
     broken: list[str] | None = None,
+    skipped_ids: list[str] | None = None,
 ) -> dict[str, Any]:
     return {
         "runner": runner,
@@ -69,6 +70,7 @@ def _counts(
         "mode": mode,
         "ids": ids,
         "broken": broken or [],
+        "skipped_ids": None if ids is None else (skipped_ids or []),
     }
 
 
@@ -146,6 +148,7 @@ def run_unittest(
         errors,
         len(result.skipped),
         ids=ran,
+        skipped_ids=[short_id(test.id()) for test, _ in result.skipped],
     )
     return counts, result.wasSuccessful() and not loader.errors
 
@@ -159,6 +162,8 @@ class PytestCounter:
         self.errors = 0
         self.skipped = 0
         self.ran: list[str] = []
+        self.skipped_ids: list[str] = []
+        """Skipped or expected to fail (``xfail``): pytest reports both as skipped."""
         self.collected: list[str] = []
         self.broken: list[str] = []
 
@@ -167,15 +172,19 @@ class PytestCounter:
         if report.when == "call":
             self.tests_run += 1
             self.failures += int(report.failed)
-            self.skipped += int(report.skipped)
-            self.ran.append(short_id(report.nodeid))
+            self._ran(report)
         elif report.when == "setup" and not report.passed:
             self.tests_run += 1
             self.errors += int(report.failed)
-            self.skipped += int(report.skipped)
-            self.ran.append(short_id(report.nodeid))
+            self._ran(report)
         elif report.when == "teardown":
             self.errors += int(report.failed)
+
+    def _ran(self, report: Any) -> None:
+        self.ran.append(short_id(report.nodeid))
+        if report.skipped:
+            self.skipped += 1
+            self.skipped_ids.append(short_id(report.nodeid))
 
     def pytest_collectreport(self, report: Any) -> None:
         """A module that cannot be collected is an error."""
@@ -210,6 +219,7 @@ def run_pytest(selector: str | None, *, collect: bool = False) -> tuple[dict[str
         counter.skipped,
         ids=counter.ran,
         broken=counter.broken,
+        skipped_ids=counter.skipped_ids,
     )
     return counts, code == pytest.ExitCode.OK
 
@@ -222,7 +232,7 @@ def write_report(fd: int | None, counts: dict[str, Any]) -> None:
     too_many = max(len(counts.get("ids") or ()), len(counts.get("broken") or ())) > MAX_TEST_IDS
     if too_many or len(data) > protocol.MAX_RUNNER_REPORT_BYTES:
         # More ids than the report holds: none, and the host cannot compare (it says so).
-        counts = {**counts, "ids": None, "broken": []}
+        counts = {**counts, "ids": None, "broken": [], "skipped_ids": None}
         data = json.dumps(counts, sort_keys=True).encode()
     view = memoryview(data)
     try:

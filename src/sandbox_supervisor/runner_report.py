@@ -7,12 +7,15 @@ one of its exact shapes:
   held-out check's judge writes these, and only it);
 - the counts and the test ids (``unittest`` and ``pytest``, always): also ``mode`` (``run``: the
   ids of the tests that ran; ``collect``: of those collected, nothing run), ``ids`` (a
-  list of strings, or null when the suite had more than the report holds) and
-  ``broken`` (what could not be collected: module names or collector node ids).
+  list of strings, or null when the suite had more than the report holds), ``broken``
+  (what could not be collected: module names or collector node ids) and ``skipped_ids``
+  (those of ``ids`` that were skipped or expected to fail; null with ``ids``).
 
 The host compares the final run's ids with those of a collect-only run of the original
-tree (issue 20, SR-8 C8-1). Two objects on the pipe (test code writing its own before
-the wrapper's) are not one object and are refused. Every number and list is bounded.
+tree (issue 20, SR-8 C8-1), and its skipped ids with those the original skips (SR-13 F1:
+code under test that raises a skip turns its failing test into one). Two objects on the
+pipe (test code writing its own before the wrapper's) are not one object and are
+refused. Every number and list is bounded.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ SR-2 residual), and a count of 4300 digits passed here and later failed to forma
 the host (issue 20, SR-8)."""
 REPORT_KEYS = frozenset({"runner", *COUNT_KEYS})
 MODES = ("run", "collect")
-ID_REPORT_KEYS = REPORT_KEYS | {"mode", "ids", "broken"}
+ID_REPORT_KEYS = REPORT_KEYS | {"mode", "ids", "broken", "skipped_ids"}
 MAX_TEST_IDS = 100_000
 """Test ids (and broken collectors) in one report, at most."""
 MAX_TEST_ID_CHARS = 2000
@@ -75,13 +78,15 @@ def parse_runner_report(data: bytes, *, overflow: bool) -> tuple[dict[str, Any] 
 def _check_ids(value: dict[str, Any]) -> str | None:
     if value["mode"] not in MODES:
         return f"mode must be one of {list(MODES)}"
-    for key in ("ids", "broken"):
+    for key in ("ids", "broken", "skipped_ids"):
         items = value[key]
-        if items is None and key == "ids":
+        if items is None and key != "broken":
             continue
         if not isinstance(items, list) or len(items) > MAX_TEST_IDS:
             return f"{key} must be a list of at most {MAX_TEST_IDS} strings"
         for item in items:
             if not isinstance(item, str) or not 0 < len(item) <= MAX_TEST_ID_CHARS:
                 return f"each of {key} must be a string of 1 to {MAX_TEST_ID_CHARS} characters"
+    if (value["ids"] is None) != (value["skipped_ids"] is None):
+        return "skipped_ids must be null exactly when ids is"
     return None

@@ -36,6 +36,7 @@ RECORD: dict[str, Any] = {
         "mode": "run",
         "ids": ["t.T.a"],
         "broken": [],
+        "skipped_ids": [],
     },
     "runner_report_error": None,
 }

@@ -148,6 +148,7 @@ def test_attested_run_of_the_trusted_runner(runtime: str, tmp_path: Path) -> Non
         "mode": "run",
         "ids": ["test_sample.T.test_bad", "test_sample.T.test_ok"],
         "broken": [],
+        "skipped_ids": [],
     }
     stdout = b"".join(p for k, p in result["frames"] if k == protocol.KIND_STDOUT)
     assert stdout == b"hello from the workload\n"

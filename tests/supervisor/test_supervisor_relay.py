@@ -120,6 +120,7 @@ REPORT = {
     "mode": "run",
     "ids": ["t.T.a", "t.T.b", "t.T.c"],
     "broken": [],
+    "skipped_ids": [],
 }
 
 

@@ -33,6 +33,7 @@ GOOD = {
     "mode": "run",
     "ids": ["t.py::a"],
     "broken": [],
+    "skipped_ids": [],
 }
 ODD_NUMBERS = st.one_of(
     st.integers(),
@@ -73,7 +74,10 @@ def test_c8_3_pid1_refuses_counts_past_the_cap_and_the_digit_limit(digits: int) 
 @pytest.mark.parametrize(
     ("change", "fragment"),
     [
-        ({"ids": None, "mode": "collect"}, None),
+        ({"ids": None, "mode": "collect", "skipped_ids": None}, None),
+        ({"ids": None, "mode": "collect"}, "skipped_ids must be null exactly when ids is"),
+        ({"skipped_ids": None}, "skipped_ids must be null exactly when ids is"),
+        ({"skipped_ids": [""]}, "skipped_ids"),
         ({"mode": "later"}, "mode"),
         ({"ids": "t.py::a"}, "ids"),
         ({"ids": [""]}, "ids"),

@@ -57,6 +57,7 @@ def test_unittest_passing_suite_exits_0(tmp_path: Path) -> None:
         "mode": "run",
         "ids": ["test_one.T.test_ok"],
         "broken": [],
+        "skipped_ids": [],
     }
 
 

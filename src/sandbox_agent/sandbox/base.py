@@ -162,6 +162,9 @@ class RunnerReport(BaseModel):
     """The test ids (docs/SANDBOX_PROTOCOL.md); None when absent or more than fit."""
     broken: tuple[TestId, ...] = Field((), max_length=MAX_TEST_IDS)
     """What could not be collected: unittest module names, pytest collector node ids."""
+    skipped_ids: tuple[TestId, ...] | None = Field(None, max_length=MAX_TEST_IDS)
+    """Those of ``ids`` that were skipped (or, under pytest, expected to fail); None
+    with ``ids`` (SR-13 F1: the baseline compares them with the original's)."""
 
 
 class AttestationCheck(BaseModel):

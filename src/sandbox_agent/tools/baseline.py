@@ -20,9 +20,10 @@ import threading
 import time
 from typing import NamedTuple
 
-from sandbox_agent.policy import collect_command
+from sandbox_agent.policy import collect_command, runner_command
 from sandbox_agent.sandbox.base import (
     CancelToken,
+    RunnerReport,
     Runtime,
     SandboxBackend,
     SandboxLimits,
@@ -68,6 +69,17 @@ class Baseline:
         """
         command = collect_command(runner)
         self.runner = runner
+        self._sandbox = sandbox
+        run = runner_command(runner)
+        self._run_request = SandboxRequest(
+            argv=run.argv,
+            workspace=workspace.base,
+            runtime=runtime,
+            limits=limits,
+            workload_env=run.workload_env,
+            labels={"sandbox-agent.purpose": BASELINE_LABEL},
+        )
+        """The original's whole suite, run only when the final run skipped tests it has."""
         self._request = SandboxRequest(
             argv=command.argv,
             workspace=workspace.base,
@@ -140,13 +152,55 @@ class Baseline:
             for module in report.broken
             if not any(test.startswith(_prefixes(module)) for test in ran)
         ]
-        if not missing:
-            return BaselineCheck(len(report.ids), (), None)
-        shown = ", ".join(missing[:MISSING_SHOWN])
-        more = f" and {len(missing) - MISSING_SHOWN} more" if len(missing) > MISSING_SHOWN else ""
-        count = f"{len(missing)} test{'s' if len(missing) != 1 else ''}"
-        reason = f"{count} of the original suite did not run: {shown}{more}"
-        return BaselineCheck(len(report.ids), tuple(missing), reason[:2000])
+        if missing:
+            shown = ", ".join(missing[:MISSING_SHOWN])
+            more = (
+                f" and {len(missing) - MISSING_SHOWN} more" if len(missing) > MISSING_SHOWN else ""
+            )
+            reason = f"{_count(missing)} of the original suite did not run: {shown}{more}"
+            return BaselineCheck(len(report.ids), tuple(missing), reason[:2000])
+        return self._check_skips(report.ids, ran_report)
+
+    def _check_skips(self, collected: tuple[str, ...], final: RunnerReport) -> BaselineCheck:
+        """Whether the final run skipped only tests the original skips too (SR-13 F1: code
+        under test that raises ``SkipTest``, ``pytest.skip`` or ``pytest.xfail`` turns its
+        failing test into a skip). The original's suite is run, on its read-only copy,
+        only when the final run skipped a test it collected."""
+        tests = len(collected)
+        if final.skipped_ids is None:
+            if final.skipped == 0:
+                return BaselineCheck(tests, (), None)
+            return _failed(tests, "the final run did not report which tests it skipped")
+        known = set(collected)
+        skipped = [test for test in final.skipped_ids if test in known]
+        if not skipped:
+            return BaselineCheck(tests, (), None)
+        original = self._sandbox.run(self._run_request, self._cancel)
+        report = original.runner_report
+        if original.status != "completed" or not original.attested or report is None:
+            return _failed(
+                tests,
+                f"the final run skipped {_count(skipped)} of the original suite, and the "
+                f"original's own run, which would say whether it skips them too, ended "
+                f"'{original.status}'",
+            )
+        if report.runner != self.runner or report.mode != "run" or report.skipped_ids is None:
+            return _failed(tests, "the original's skipped tests could not be read in full")
+        allowed = set(report.skipped_ids)
+        new = [f"skipped:{test}" for test in skipped if test not in allowed]
+        if not new:
+            return BaselineCheck(tests, (), None)
+        shown = ", ".join(test.removeprefix("skipped:") for test in new[:MISSING_SHOWN])
+        more = f" and {len(new) - MISSING_SHOWN} more" if len(new) > MISSING_SHOWN else ""
+        reason = (
+            f"{_count(new)} of the original suite skipped, which the original runs: "
+            f"{shown}{more} (a skip is not a pass)"
+        )
+        return BaselineCheck(tests, tuple(new), reason[:2000])
+
+
+def _count(tests: list[str]) -> str:
+    return f"{len(tests)} test{'s' if len(tests) != 1 else ''}"
 
 
 def _prefixes(module: str) -> tuple[str, ...]:

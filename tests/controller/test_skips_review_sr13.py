@@ -1,0 +1,72 @@
+"""SR-13 F1: a skipped test counted as a pass.
+
+Code under test that raises ``unittest.SkipTest`` (or calls ``pytest.skip`` or
+``pytest.xfail``) turned the failing test into a skip, and the run ended SUCCEEDED with
+the bug unfixed: the judge counted no failure, and the baseline counted a skipped id as
+run. Each test was written against the code before the fix and failed there. The runs
+are real Docker runs; the plans use the six tools only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_controller_review_sr8 import BUGGY_ADD, FINISH, RUN_TESTS, config, make_repo, replace
+
+from sandbox_agent.controller import run_task
+
+UNITTEST_TESTS = (
+    "import unittest\n\nfrom pkg.core import add\n\n\n"
+    "class TestAdd(unittest.TestCase):\n"
+    "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n"
+    "    @unittest.skip('never on this project')\n"
+    "    def test_static_skip(self):\n        self.fail('skipped')\n\n"
+    "    def test_skips_itself(self):\n        self.skipTest('the original skips this too')\n\n"
+    "    def test_other(self):\n        self.assertTrue(True)\n"
+)
+PYTEST_TESTS = (
+    "import pytest\n\nfrom pkg.core import add\n\n\n"
+    "def test_add():\n    assert add(2, 3) == 5\n\n\n"
+    "@pytest.mark.skip(reason='never on this project')\ndef test_static_skip():\n"
+    "    assert False\n\n\ndef test_skips_itself():\n    pytest.skip('the original too')\n\n\n"
+    "def test_other():\n    assert True\n"
+)
+SKIPPING_ADD = {
+    "unittest": "def add(a, b):\n    import unittest\n    raise unittest.SkipTest('platform')\n",
+    "pytest-skip": "def add(a, b):\n    import pytest\n    pytest.skip('platform')\n",
+    "pytest-xfail": "def add(a, b):\n    import pytest\n    pytest.xfail('known')\n",
+}
+FIXED_ADD = "def add(a, b):\n    return a + b\n"
+
+
+def _repo(tmp_path: Path, runner: str) -> Path:
+    files = {"pkg/__init__.py": "", "pkg/core.py": BUGGY_ADD}
+    if runner == "unittest":
+        files |= {"tests/__init__.py": "", "tests/test_core.py": UNITTEST_TESTS}
+    else:
+        files |= {"pyproject.toml": "[tool.pytest.ini_options]\n"}
+        files |= {"tests/test_core.py": PYTEST_TESTS}
+    return make_repo(tmp_path / "repo", files)
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("how", sorted(SKIPPING_ADD))
+def test_f1_a_failing_test_made_to_skip_is_not_a_pass(tmp_path: Path, how: str) -> None:
+    repo = _repo(tmp_path, "unittest" if how == "unittest" else "pytest")
+    steps = [replace("pkg/core.py", BUGGY_ADD, SKIPPING_ADD[how]), RUN_TESTS, FINISH]
+    result = run_task(config(tmp_path, repo, steps))
+    assert result.status == "FAILED", result.reason
+    assert result.final_tests is not None
+    assert not result.final_tests.passed
+    assert "skipped" in result.reason
+    assert "test_add" in result.reason
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("runner", ["unittest", "pytest"])
+def test_f1_skips_the_original_has_too_stay_allowed(tmp_path: Path, runner: str) -> None:
+    repo = _repo(tmp_path, runner)
+    steps = [replace("pkg/core.py", BUGGY_ADD, FIXED_ADD), RUN_TESTS, FINISH]
+    result = run_task(config(tmp_path, repo, steps))
+    assert result.status == "SUCCEEDED", result.reason
