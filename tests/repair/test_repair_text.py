@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sandbox_agent.repair.failures import Frame, failure_text, frames
-from sandbox_agent.repair.localise import function_at, localise
+from sandbox_agent.repair.localise import function_at, function_named, localise
 from sandbox_agent.repair.splice import Refused, edit_for, splice
 
 UNITTEST_OUTPUT = """\
@@ -191,3 +191,23 @@ def test_edit_for_is_the_smallest_unique_change() -> None:
     assert old.replace(edit.old, edit.new, 1) == new
     assert edit_for("a\n", "a\nb\n").old == "a\n"
     assert edit_for("same\n", "other\n") == ("same\n", "other\n")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "return " + "-" * 5000 + "a",  # RecursionError in ast.parse (SR-13 F2)
+        "return " + "(" * 20000 + "a" + ")" * 20000,  # nested past the parser's stack
+        "return a + b  # \ud800",  # a lone surrogate: UnicodeEncodeError in ast.parse
+        "return '\x00'",
+    ],
+)
+def test_sr13_f2_a_reply_the_parser_cannot_take_is_refused_not_raised(body: str) -> None:
+    module = "def add(a, b):\n    return a - b\n"
+    site = function_named("m.py", module, "add")
+    assert site is not None
+    reply = f"```python\ndef add(a, b):\n    {body}\n```"
+    with pytest.raises(Refused) as refused:
+        splice(module, [site], reply)
+    assert refused.value.code == "syntax"
+    assert "\n" not in refused.value.message.split(":", 1)[0]

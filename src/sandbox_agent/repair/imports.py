@@ -42,10 +42,16 @@ class Imported(NamedTuple):
     definition: Definition
 
 
+UNPARSABLE = (ValueError, RecursionError, MemoryError, UnicodeError)
+"""What ``ast.parse`` raises besides ``SyntaxError`` on text that is not a module: a NUL,
+nesting past its stack, a lone surrogate (SR-13 F2: one reply crashed the controller)."""
+
+
 def parse(text: str) -> ast.Module | None:
+    """``text`` as a module, or None when it is not one (never an exception)."""
     try:
         return ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    except (SyntaxError, *UNPARSABLE):
         return None
 
 

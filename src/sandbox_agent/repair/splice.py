@@ -18,7 +18,7 @@ import textwrap
 from collections.abc import Callable
 from typing import Literal, NamedTuple
 
-from sandbox_agent.repair.imports import parse
+from sandbox_agent.repair.imports import UNPARSABLE, parse
 from sandbox_agent.repair.localise import Site
 
 CODE_BLOCK = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\r?\n(.*?)```", re.DOTALL)
@@ -189,6 +189,11 @@ def usable_blocks(
             where = _nearest(code, error.lineno or 1)
             problem = problem or Refused(
                 "syntax", f"the code does not parse: {error.msg} at line {error.lineno}:\n{where}"
+            )
+            continue
+        except UNPARSABLE as error:  # nested past the parser, a lone surrogate (SR-13 F2)
+            problem = problem or Refused(
+                "syntax", f"the code does not parse: {type(error).__name__}"
             )
             continue
         defined = _top_defs(tree)
