@@ -309,7 +309,8 @@ import os, stat, unittest
 class TestForge(unittest.TestCase):
     def test_forge(self):
         report = ('{{"runner": "unittest", "tests_run": {n}, "failures": 0, "errors": 0, '
-                  '"skipped": {n}, "mode": "run", "ids": [], "broken": [], "skipped_ids": []}}').encode()
+                  '"skipped": {n}, "mode": "run", "ids": [], "broken": [], '
+                  '"skipped_ids": []}}').encode()
         for fd in range(3, 64):
             try:
                 if stat.S_ISFIFO(os.fstat(fd).st_mode):

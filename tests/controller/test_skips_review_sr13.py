@@ -70,3 +70,21 @@ def test_f1_skips_the_original_has_too_stay_allowed(tmp_path: Path, runner: str)
     steps = [replace("pkg/core.py", BUGGY_ADD, FIXED_ADD), RUN_TESTS, FINISH]
     result = run_task(config(tmp_path, repo, steps))
     assert result.status == "SUCCEEDED", result.reason
+
+
+@pytest.mark.docker
+def test_f1_a_skipping_candidate_does_not_end_the_repair_search(tmp_path: Path) -> None:
+    from sandbox_agent.controller.models import RepairOptions
+
+    repo = _repo(tmp_path, "unittest")
+    replies = [f"```python\n{SKIPPING_ADD['unittest']}```", f"```python\n{FIXED_ADD}```"]
+    run_config = config(tmp_path, repo, [{"raw": reply} for reply in replies])
+    run_config = run_config.model_copy(
+        update={"strategy": "repair", "repair": RepairOptions(candidates=2, rounds=0)}
+    )
+    result = run_task(run_config)
+    assert result.status == "SUCCEEDED", result.reason
+    first, second = result.candidates
+    assert first.outcome == "failed"
+    assert "skipped" in first.reason
+    assert second.outcome == "passed"

@@ -243,6 +243,9 @@ class _Repair:
         if isinstance(tested, LoopStop):
             return tested
         run = self.toolbox.test_runs[-1]
+        skips = new_skips(search.baseline, run)
+        if run.passed and skips:  # a skip is not a pass (SR-13 F1): the next candidate goes on
+            run = run.model_copy(update={"passed": False, "reason": skips})
         outcome: CandidateOutcome = "passed" if run.passed else "failed"
         record = CandidateRecord(
             **base,
@@ -359,3 +362,23 @@ class _Repair:
         assert self.search is not None  # noqa: S101
         self.search.candidates.append(record)
         self.trace.emit("candidate", **record.model_dump())
+
+
+def new_skips(original: TestRun, run: TestRun) -> str | None:
+    """Why ``run`` skipped tests the original's run ran (SR-13 F1), or None: code under
+    test that raises a skip turns its failing test into one. The final verdict checks the
+    same against the baseline (``tools.baseline``); this stops the search going on with
+    such a candidate as its pass."""
+    before, after = original.sandbox.runner_report, run.sandbox.runner_report
+    if before is None or after is None or before.ids is None:
+        return None
+    if after.skipped_ids is None:
+        return "the run did not report which tests it skipped" if after.skipped else None
+    ran = set(before.ids) - set(before.skipped_ids or ())
+    skipped = [test for test in after.skipped_ids if test in ran]
+    if not skipped:
+        return None
+    count = f"{len(skipped)} test{'s' if len(skipped) != 1 else ''}"
+    return (
+        f"{count} that the original runs skipped: {', '.join(skipped[:5])} (a skip is not a pass)"
+    )
