@@ -240,7 +240,8 @@ class CancelToken:
 
     def __init__(self, deadline: float | None = None, *, parent: CancelToken | None = None) -> None:
         """Args:
-        deadline: a ``time.monotonic()`` instant after which nothing new may start, or None.
+        deadline: a ``time.monotonic()`` instant after which nothing new may start, and
+            a sandbox still running is killed (its run ends ``timeout``), or None.
         parent: a token whose cancellation cancels this one too (a background run's own
             token, which its owner can also cancel alone).
         """

@@ -30,6 +30,9 @@ class RunFacts(NamedTuple):
     framing_error: str | None
     docker_exit_code: int | None
     oom_killed_flag: bool
+    run_deadline: bool = False
+    """The run's deadline (its wall clock, ``CancelToken.deadline``) passed while the
+    workload ran, and the host killed the container (SR-13 F3)."""
 
 
 class ExitClassification(NamedTuple):
@@ -45,7 +48,8 @@ class ExitClassification(NamedTuple):
 
 
 def classify(facts: RunFacts) -> ExitClassification:
-    """The run's status; first match wins: timeout, cancelled, output_limit, oom_killed,
+    """The run's status; first match wins: timeout (its own deadline, then the run's
+    wall clock), cancelled, output_limit, oom_killed,
     refused (no valid exit report), killed, completed.
 
     ``completed`` needs a valid attestation and an exit report that agrees with Docker's
@@ -69,6 +73,8 @@ def classify(facts: RunFacts) -> ExitClassification:
 
     if facts.host_timeout or (report is not None and report.timed_out):
         return verdict("timeout", "the workload ran past its deadline and was killed")
+    if facts.run_deadline:
+        return verdict("timeout", "the run's wall clock ran out while it ran; it was killed")
     if facts.cancelled:
         return verdict("cancelled", "cancelled while running; the container was killed")
     if report is not None and report.output_truncated:

@@ -1,9 +1,11 @@
 """The ``wait`` phase: PID 1's frames until exit, the host's deadline, cancellation.
 
 The host polls every ``POLL_S``; on cancellation, on its own deadline (the workload's
-timeout plus PID 1's kill grace plus a margin) or on a framing error it kills the
-container. Memory stays bounded: one Docker header, one frame, output up to the budget,
-4 KiB of PID 1's own stderr.
+timeout plus PID 1's kill grace plus a margin), on the run's deadline
+(``CancelToken.deadline``: the run's wall clock, SR-13 F3) or on a framing error it kills
+the container; a run's deadline that passes before the go withholds the go. Memory stays
+bounded: one Docker header, one frame, output up to the budget, 4 KiB of PID 1's own
+stderr.
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ class StartedSandbox:
         self.kill_failure: str | None = None
         self.cancelled = False
         self.host_timeout = False
+        self.run_deadline = False
+        """The run's deadline (its wall clock) passed while it ran, and the host killed it."""
 
     @classmethod
     def attach(cls, api: Any, prepared: PreparedSandbox) -> StartedSandbox:
@@ -111,7 +115,7 @@ def _decide_go(started: StartedSandbox, cancel: CancelToken, *, hold: bool) -> b
         return False
     if started.attest_ms is None:
         started.attest_ms = elapsed_ms(started.started_at)
-    if not reader.attested or cancel.cancelled:
+    if not reader.attested or cancel.cancelled or cancel.deadline_passed():
         started.withhold()
         return False
     if hold:
@@ -137,7 +141,13 @@ def read_frames(
         if started.killed_at is None:
             started.cancelled = cancel.cancelled
             started.host_timeout = not started.cancelled and now >= _host_deadline(started)
-            if started.cancelled or started.host_timeout or reader.framing_error is not None:
+            started.run_deadline = not started.cancelled and cancel.deadline_passed()
+            if (
+                started.cancelled
+                or started.host_timeout
+                or started.run_deadline
+                or reader.framing_error is not None
+            ):
                 started.kill_failure = cleanup.kill(api, prepared.container_id)
                 started.killed_at = now
         elif now - started.killed_at > DRAIN_AFTER_KILL_S:
@@ -181,6 +191,7 @@ def wait_for_exit(api: Any, started: StartedSandbox, cancel: CancelToken) -> San
     facts = RunFacts(
         host_timeout=started.host_timeout,
         cancelled=started.cancelled,
+        run_deadline=started.run_deadline,
         attested=reader.attested,
         exit_report=reader.exit_report,
         exit_status=reader.exit_status,
