@@ -211,3 +211,11 @@ def test_serve_takes_repo_roots_and_maxima_into_what_it_offers(tmp_path: Path) -
     finally:
         process.send_signal(signal.SIGINT)
         process.communicate(timeout=30)
+
+
+def test_sr13_f9_a_bad_real_model_flag_is_refused_at_start_naming_it(tmp_path: Path) -> None:
+    error = _refused_start(
+        tmp_path, "--provider", "openai", "--model", "m", "--price-per-mtok-in", "-1"
+    )
+    assert error.startswith("sandbox-agent serve: --price-per-mtok-in:"), error
+    assert "\n" not in error.strip()

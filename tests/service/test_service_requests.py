@@ -220,3 +220,21 @@ def test_a_provider_not_enabled_is_refused_naming_the_flag_that_enables_it(
         assert says in detail, detail
         assert "enabled here: scripted, injection, mock-adversarial" in detail
         assert "\n" not in detail
+
+
+def test_sr13_f9_a_real_provider_gets_the_model_flags_serve_was_given(
+    make_settings: Callable[..., ServiceSettings], start_server: Callable[..., LiveServer]
+) -> None:
+    # SR-13 F9: no serve flag or request field set a model, an address or prices, so every
+    # run of serve --provider openai ended "rejected: --model is required".
+    fake = FakeRunFunction()
+    given = {"model": "m-1", "base_url": "http://127.0.0.1:9/v1", "price_per_mtok_in": 0.5,
+             "price_per_mtok_out": 1.5, "max_cost_usd": 0.25}  # fmt: skip
+    server = start_server(
+        make_settings(providers=("openai", "scripted"), model_options=given), fake
+    )
+    _run(server, {**SUBMISSION, "provider": "openai"})
+    _run(server, {**SUBMISSION, "provider": "scripted"})
+    real, scripted = (config.provider_options for config in fake.calls)
+    assert {field: getattr(real, field) for field in given} == given
+    assert not hasattr(scripted, "model")  # the scripted kind has no such field

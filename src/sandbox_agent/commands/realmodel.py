@@ -25,7 +25,8 @@ def add_real_model_arguments(parser: argparse.ArgumentParser) -> None:
     real = parser.add_argument_group("real models (docs/MODELS.md)")
     real.add_argument(
         "--model",
-        help="the model name (required with anthropic and openai; local serves its own)",
+        help="the model name (default: none; required with anthropic and openai; local "
+        "serves its own)",
     )
     real.add_argument(
         "--base-url",

@@ -132,6 +132,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"{', '.join(defaults.DEFAULT_PROVIDERS)}",
     )
     _add_maxima(parser)
+    from sandbox_agent.commands.realmodel import add_real_model_arguments
+
+    add_real_model_arguments(parser)
+
+
+def _model_options(args: argparse.Namespace) -> dict[str, str | float | int]:
+    """The real-model flags given, by options field, each checked for every real provider
+    the server offers (one line naming the flag, at start, not at a run).
+
+    Raises:
+        UsageError: a value out of range for a provider the server offers.
+    """
+    from sandbox_agent.commands.realmodel import FLAG_OF_FIELD, provider_options_from
+    from sandbox_agent.service import settings as defaults
+
+    for provider in args.providers or ():
+        if provider in defaults.REAL_PROVIDERS:
+            provider_options_from(argparse.Namespace(**{**vars(args), "provider": provider}),
+                                  plan_path=None)  # fmt: skip
+    fields = {
+        field: getattr(args, flag.removeprefix("--").replace("-", "_"), None)
+        for field, flag in FLAG_OF_FIELD.items()
+        if field != "plan_path"
+    }
+    return {field: value for field, value in fields.items() if value is not None}
 
 
 def _add_maxima(parser: argparse.ArgumentParser) -> None:
@@ -268,6 +293,7 @@ def _serve(args: argparse.Namespace, listener: socket.socket) -> int:
         "trusted_proxies": tuple(args.trusted_proxies) if args.trusted_proxies else None,
         "runtime": args.runtime,
         "providers": tuple(args.providers) if args.providers else None,
+        "model_options": _model_options(args),
         "repo_roots": tuple(args.repo_roots) if args.repo_roots else None,
         **{field: getattr(args, field) for field in MAXIMUM_FLAGS},
     }

@@ -136,7 +136,10 @@ def run_config(
 ) -> RunConfig:
     """The controller configuration of a stored run on this server."""
     options = options_for(
-        stored.provider, plan_path=str(plan_path) if plan_path else None, run_id=stored.id
+        stored.provider,
+        plan_path=str(plan_path) if plan_path else None,
+        run_id=stored.id,
+        **settings.model_options,
     )
     budgets, repair = stored_limits(stored)
     return RunConfig(

@@ -113,6 +113,11 @@ class ServiceSettings(BaseModel):
     client is always the peer of the connection."""
     providers: tuple[str, ...] = DEFAULT_PROVIDERS
     """Provider names a client may ask for."""
+    model_options: dict[str, str | float | int] = Field(default_factory=dict)
+    """The real-model flags ``serve`` was given (``--model``, ``--base-url``, prices, cost
+    caps, ...: ``commands.realmodel``), by options field: every run of a real provider
+    gets those its kind has (SR-13 F9: without them ``serve --provider openai`` could run
+    nothing)."""
     runtime: Runtime = "runc"
     """Sandbox runtime of every run."""
     repo_roots: tuple[Path, ...] = ()
