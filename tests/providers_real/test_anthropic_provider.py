@@ -150,15 +150,19 @@ def test_429_then_success_reserves_the_retry(server: FakeModelServer, online: Pa
 def test_a_budget_overrun_refuses_the_next_request_before_sending_it(
     server: FakeModelServer, online: Path
 ) -> None:
-    expensive = anthropic_message([anthropic_tool_use("list_files", {})], input_tokens=300_000)
+    expensive = anthropic_message(
+        [anthropic_tool_use("list_files", {})], input_tokens=300_000, output_tokens=1000
+    )
     server.answers.extend([Answer(200, expensive), Answer(200, expensive)])
-    model = provider(server, online, max_cost_usd=0.5)
-    model.complete(request())  # 300k tokens at $2/Mtok: $0.60 estimated, over the $0.50 cap
+    model = provider(server, online, max_cost_usd=0.02)
+    # 300k input tokens reported, past the estimate: booked at the request's worst case
+    # (~$0.013, never the $0.60 reported: SR-13 F4), so a second worst case passes the cap.
+    model.complete(request())
 
     with pytest.raises(BudgetExhausted) as refused:
         model.complete(request())
 
-    assert (refused.value.budget, refused.value.limit) == ("cost", 0.5)
+    assert (refused.value.budget, refused.value.limit) == ("cost", 0.02)
     assert len(server.received) == 1
 
 

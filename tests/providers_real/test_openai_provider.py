@@ -137,28 +137,35 @@ def test_a_budget_overrun_refuses_the_next_request_before_sending_it(
     server: FakeModelServer, online: Path
 ) -> None:
     expensive = openai_completion(
-        {"tool_calls": [openai_tool_call("list_files", "{}")]}, prompt_tokens=4_000_000
+        {"tool_calls": [openai_tool_call("list_files", "{}")]},
+        prompt_tokens=4_000_000,
+        completion_tokens=1000,
     )
     server.answers.extend([Answer(200, expensive), Answer(200, expensive)])
-    model = provider(server, online, max_cost_usd=0.5, max_tokens=10_000_000)
-    model.complete(request())  # 4M tokens at $0.15/Mtok: $0.60 estimated, over the cap
+    model = provider(server, online, max_cost_usd=0.0012, max_tokens=10_000_000)
+    # 4M input tokens reported, past the estimate: booked at the request's worst case
+    # (~$0.0008, never the $0.60 reported: SR-13 F4), so a second worst case passes the cap.
+    model.complete(request())
 
     with pytest.raises(BudgetExhausted) as refused:
         model.complete(request())
 
-    assert (refused.value.budget, refused.value.limit) == ("cost", 0.5)
+    assert (refused.value.budget, refused.value.limit) == ("cost", 0.0012)
     assert len(server.received) == 1
 
 
 def test_the_experiment_budget_is_shared_by_runs(server: FakeModelServer, online: Path) -> None:
     used = openai_completion(
-        {"tool_calls": [openai_tool_call("list_files", "{}")]}, prompt_tokens=10_000
+        {"tool_calls": [openai_tool_call("list_files", "{}")]},
+        prompt_tokens=10_000,
+        completion_tokens=1000,
     )
     server.answers.extend([Answer(200, used)] * 2)
-    # A request reserves under $0.001 (estimated input + 1000 output tokens); the first
-    # settles at $0.0015, so the second run's first request would pass $0.002.
-    first = provider(server, online, run_id="a", experiment_budget_usd=0.002)
-    second = provider(server, online, run_id="b", experiment_budget_usd=0.002)
+    # A request reserves $0.0006 to $0.001 (estimated input + 1000 output tokens); the
+    # first settles at that worst case (10 000 input tokens reported, past the estimate:
+    # SR-13 F4), so the second run's first request would pass $0.0012.
+    first = provider(server, online, run_id="a", experiment_budget_usd=0.0012)
+    second = provider(server, online, run_id="b", experiment_budget_usd=0.0012)
     first.complete(request())
 
     with pytest.raises(BudgetExhausted) as refused:

@@ -82,6 +82,21 @@ class Steps:
         used.output_tokens += reply.usage.output_tokens
         used.cost_usd += reply.usage.cost_usd
         self.state.model = reply.model or self.state.model
+        # Before its turn: the turn and its call stay next to each other (viewer, progress).
+        if (anomaly := reply.usage_anomaly) is not None:
+            trace.emit(
+                "usage_anomaly",
+                iteration=used.iterations,
+                reported={
+                    "input_tokens": anomaly.reported_input_tokens,
+                    "output_tokens": anomaly.reported_output_tokens,
+                },
+                reserved={
+                    "input_tokens": anomaly.reserved_input_tokens,
+                    "output_tokens": anomaly.reserved_output_tokens,
+                },
+                booked=reply.usage.model_dump(),
+            )
         sampling = request.sampling
         trace.emit(
             "model_turn",

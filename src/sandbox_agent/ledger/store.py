@@ -1,11 +1,13 @@
 """The spend ledger: one SQLite file (WAL) shared by every run on the host.
 
 Before each model request a run *reserves* the request's worst-case cost and tokens;
-afterwards it *settles* the reservation with what the API reported. The check and the
-reservation happen in one ``BEGIN IMMEDIATE`` transaction, which takes SQLite's write
-lock first, so concurrent runs (threads or processes) see each other's reservations
-and together cannot reserve past a budget. A reservation left by an interrupted run
-keeps counting until it is settled or expired by ``sandbox-agent ledger --expire-stale``.
+afterwards it *settles* the reservation with what the API reported, never more than was
+reserved (a settlement past it is cut to it: one endpoint's word cannot book past a
+budget). The check and the reservation happen in one ``BEGIN IMMEDIATE`` transaction,
+which takes SQLite's write lock first, so concurrent runs (threads or processes) see
+each other's reservations and together cannot reserve past a budget. A reservation left
+by an interrupted run keeps counting until it is settled or expired by ``sandbox-agent
+ledger --expire-stale``.
 
 Amounts are integer micro-dollars (1e-6 USD), so sums are exact. Every amount is an
 estimate from the dated price table (``sandbox_agent.ledger.prices``).
@@ -33,7 +35,15 @@ DEFAULT_BUSY_TIMEOUT_SECONDS = 30.0
 SCHEMA_VERSION = 1
 MICROS_PER_USD = 1_000_000
 
-Outcome = Literal["ok", "rate_limited", "server_error", "timeout", "refused", "failed"]
+Outcome = Literal[
+    "ok",
+    "over_reported",  # answered, with usage past the reservation: booked at the reservation
+    "rate_limited",
+    "server_error",
+    "timeout",
+    "refused",
+    "failed",
+]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS experiments (
@@ -274,18 +284,32 @@ class Ledger(SpendLedger):
         return Reservation(row_id, micros, tokens)
 
     def settle(self, reservation: Reservation, **cost: Unpack[SpendCost]) -> None:
-        """Replace a reservation by what the request really cost (also after it was expired).
+        """Replace a reservation by what the request really cost (also after it was expired),
+        at most what was reserved: the cost is cut to the reserved micro-dollars, and the
+        tokens to the reserved tokens (input first). The meter cuts each count to its own
+        worst case first (``providers.meter.within_worst_case``); this holds for any caller.
 
         Raises:
             UsageError: the reservation is not in this ledger.
         """
         check_keywords(cost, SpendCost)
-        spent = (cost["micros"], cost["input_tokens"], cost["output_tokens"], cost["outcome"])
+        micros, input_tokens = cost["micros"], cost["input_tokens"]
         with self._write() as conn:
+            # The right-hand sides read the row as it was: its reservation.
             cursor = conn.execute(
-                "UPDATE requests SET state = 'settled', cost_micros = ?, input_tokens = ?, "
-                "output_tokens = ?, outcome = ?, settled_at = ? WHERE id = ?",
-                (*spent, time.time(), reservation.id),
+                "UPDATE requests SET state = 'settled', cost_micros = MIN(?, reserved_micros), "
+                "input_tokens = MIN(?, reserved_tokens), "
+                "output_tokens = MIN(?, reserved_tokens - MIN(?, reserved_tokens)), "
+                "outcome = ?, settled_at = ? WHERE id = ?",
+                (
+                    micros,
+                    input_tokens,
+                    cost["output_tokens"],
+                    input_tokens,
+                    cost["outcome"],
+                    time.time(),
+                    reservation.id,
+                ),
             )
             if cursor.rowcount != 1:
                 raise UsageError(f"no reservation {reservation.id} in the ledger {self.path}")

@@ -82,6 +82,30 @@ class Usage(BaseModel):
     cost_usd: float = 0.0
 
 
+class UsageAnomaly(BaseModel):
+    """Usage a server reported past the request's reserved worst case (output past the
+    ``max_tokens`` sent, input past the conservative estimate): impossible from an honest
+    server, so it is booked at the worst case, and the reported counts are kept here."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    reported_input_tokens: int
+    reported_output_tokens: int
+    reserved_input_tokens: int
+    """The input estimate the request was reserved with."""
+    reserved_output_tokens: int
+    """The reply cap sent with the request."""
+
+    def note(self) -> str:
+        """The anomaly as one of a reply's notes."""
+        return (
+            "usage reported past the request's reserved worst case "
+            f"({self.reported_input_tokens} in, {self.reported_output_tokens} out; reserved "
+            f"{self.reserved_input_tokens} in, {self.reserved_output_tokens} out): "
+            "booked at the worst case"
+        )
+
+
 class ModelReply(BaseModel):
     """One turn of raw model output."""
 
@@ -97,6 +121,9 @@ class ModelReply(BaseModel):
     ``prompt_n``, ``prompt_ms``, ``predicted_n``, ``predicted_ms``, ``cache_n``)."""
     truncated: bool = False
     """The server stopped at the reply cap: the text is cut off (``CUT_OFF_NOTE``)."""
+    usage_anomaly: UsageAnomaly | None = None
+    """The server reported more than was reserved for the request: ``usage`` is what was
+    booked (the worst case), this is what was reported."""
 
 
 class Provider(Protocol):

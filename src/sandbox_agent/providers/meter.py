@@ -7,6 +7,12 @@ out or lost its connection is settled at its reserved worst case, since the serv
 may have done (and billed) the work. An attempt interrupted by a signal is left
 reserved, and keeps counting until settled or expired.
 
+An answer is settled with the usage the server reported, but never above what was
+reserved for it: a count past its worst case (output past the ``max_tokens`` sent, input
+past the conservative estimate) is impossible from an honest server, so the booking is
+cut to the worst case, the ledger row's outcome is ``over_reported``, and the reported
+counts travel with the reply (``ModelReply.usage_anomaly``) to the trace (SR-13 F4).
+
 A request that fails for good raises ``ProviderFailed`` with what failed
 (``providers.errors.ProviderError``); each retry is announced before its wait
 (``Meter.on_retry``), and a run's cancellation ends the retries (``Meter.stopped``).
@@ -26,7 +32,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 from sandbox_agent.errors import InfrastructureError
 from sandbox_agent.ledger.prices import Price, cost_micros
 from sandbox_agent.ledger.store import MICROS_PER_USD, Outcome, SpendLedger, SpendLimits
-from sandbox_agent.providers.base import Usage
+from sandbox_agent.providers.base import Usage, UsageAnomaly
 from sandbox_agent.providers.errors import (
     ProviderError,
     ProviderFailed,
@@ -47,10 +53,10 @@ MAX_RETRY_AFTER_SECONDS = 60.0
 INPUT_BYTES_PER_TOKEN = 3
 """Conservative: English text and code average nearer four bytes per token."""
 INPUT_OVERHEAD_TOKENS = 512
+"""What the API adds around the request (tool-use preamble, chat template)."""
 MAX_REPORTED_TOKENS = 1_000_000_000
 """More tokens than any model reads or writes in one request: a count above it is no count
 (settled at the reserved worst case), never a number SQLite cannot store."""
-"""What the API adds around the request (tool-use preamble, chat template)."""
 
 T = TypeVar("T")
 
@@ -102,7 +108,10 @@ def read_answer(read: Callable[[], tuple[Any, ...]]) -> Answer:
 class Metered(NamedTuple, Generic[T]):
     response: T
     usage: Usage
+    """What was booked: the reported usage, cut to the reserved worst case."""
     attempts: int
+    anomaly: UsageAnomaly | None = None
+    """The reported usage, when it was past the reserved worst case."""
 
 
 class TokenCounts(NamedTuple):
@@ -215,20 +224,22 @@ class Meter:
                 self._wait_to_retry(failure, attempt, deadline)
                 continue
             used = usage_of(response) or worst
-            micros = cost_micros(self.price, *used)
+            booked, anomaly = within_worst_case(used, worst)
+            # Never above the reservation (cost_micros rounds up: min() keeps it exact).
+            micros = min(cost_micros(self.price, *booked), worst_micros)
             self.ledger.settle(
                 reservation,
                 micros=micros,
-                input_tokens=used.input_tokens,
-                output_tokens=used.output_tokens,
-                outcome="ok",
+                input_tokens=booked.input_tokens,
+                output_tokens=booked.output_tokens,
+                outcome="ok" if anomaly is None else "over_reported",
             )
             usage = Usage(
-                input_tokens=used.input_tokens,
-                output_tokens=used.output_tokens,
+                input_tokens=booked.input_tokens,
+                output_tokens=booked.output_tokens,
                 cost_usd=micros / MICROS_PER_USD,
             )
-            return Metered(response, usage, attempt)
+            return Metered(response, usage, attempt, anomaly)
 
     def _wait_to_retry(self, failure: Failure, attempt: int, deadline: float | None) -> None:
         """Announce the retry of a failed attempt and wait for it; or give up.
@@ -304,6 +315,24 @@ def unreadable_answer(seen: str | None = None) -> Failure:
     """An answer the SDK could not read: not retried, settled at the worst case."""
     error = unreadable_error(seen)
     return Failure("failed", False, True, None, error.line(), error)
+
+
+def within_worst_case(
+    used: TokenCounts, worst: TokenCounts
+) -> tuple[TokenCounts, UsageAnomaly | None]:
+    """What to book for reported usage ``used``: each count cut to its reserved worst case,
+    and the anomaly when a count was past it (None when the usage is within it)."""
+    booked = TokenCounts(
+        min(used.input_tokens, worst.input_tokens), min(used.output_tokens, worst.output_tokens)
+    )
+    if booked == used:
+        return booked, None
+    return booked, UsageAnomaly(
+        reported_input_tokens=used.input_tokens,
+        reported_output_tokens=used.output_tokens,
+        reserved_input_tokens=worst.input_tokens,
+        reserved_output_tokens=worst.output_tokens,
+    )
 
 
 def token_counts(input_tokens: object, output_tokens: object) -> TokenCounts | None:

@@ -280,6 +280,8 @@ def _reply_from(metered: Metered[Answer], model: str) -> ModelReply:
     notes = answer.notes
     if metered.attempts > 1:
         notes += (f"sent {metered.attempts} times (retries)",)
+    if metered.anomaly is not None:
+        notes += (metered.anomaly.note(),)
     return ModelReply(
         text=answer.text,
         usage=metered.usage,
@@ -287,4 +289,5 @@ def _reply_from(metered: Metered[Answer], model: str) -> ModelReply:
         notes=notes,
         timings=answer.timings,
         truncated=CUT_OFF_NOTE in notes,
+        usage_anomaly=metered.anomaly,
     )

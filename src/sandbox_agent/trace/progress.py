@@ -176,6 +176,20 @@ class ProgressLines:
             f"{_number(event.get('wait_seconds')):.1f} s"
         ]
 
+    def _on_usage_anomaly(self, event: dict[str, Any]) -> list[str]:
+        reported, reserved = _dict(event.get("reported")), _dict(event.get("reserved"))
+
+        def tokens(counts: dict[str, Any]) -> str:
+            return (
+                f"{int(_number(counts.get('input_tokens'))):,} in, "
+                f"{int(_number(counts.get('output_tokens'))):,} out"
+            )
+
+        return [
+            f"  model usage reported past the request's worst case ({tokens(reported)}): "
+            f"booked at the worst case ({tokens(reserved)})"
+        ]
+
     def _on_provider_error(self, event: dict[str, Any]) -> list[str]:
         self._waiting = "final test run"
         return [f"  model request failed: {error_line(event.get('provider_error'))}"]
