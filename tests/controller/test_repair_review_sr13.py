@@ -1,0 +1,49 @@
+"""SR-13 F5 (open, accepted: the SR-2 residual): code the repair splice keeps runs when the
+module is imported, in the same process as the tests.
+
+A reply's decorators, default values and annotations are part of the function it writes;
+they run at import, and one that replaces ``unittest.TestCase.assertEqual`` makes the
+failing test pass with the bug unfixed. It is the SR-2 residual by a new path: the tool
+loop writes module-level code directly, and code under test shares the runner's process.
+The held-out check of an evaluation runs out of process (docs/THREAT_MODEL.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_controller_review_sr8 import BUGGY_ADD, config, make_repo
+
+from sandbox_agent.controller import run_task
+from sandbox_agent.controller.models import RepairOptions
+
+PATCHING_ADD = (
+    "def add(a, b, _h=setattr(__import__('unittest').TestCase, 'assertEqual', "
+    "lambda *a, **k: None)):\n    return a - b\n"
+)
+TESTS = (
+    "import unittest\n\nfrom pkg.core import add\n\n\n"
+    "class TestAdd(unittest.TestCase):\n    def test_add(self):\n"
+    "        self.assertEqual(add(2, 3), 5)\n"
+)
+
+
+@pytest.mark.docker
+@pytest.mark.xfail(
+    strict=True,
+    reason="SR-13 F5 (open, accepted: SR-2's residual): code under test shares the runner's "
+    "process and can replace the test framework's assertions at import",
+)
+def test_f5_import_time_code_in_a_spliced_function_cannot_make_a_pass(tmp_path: Path) -> None:
+    repo = make_repo(
+        tmp_path / "repo",
+        {"pkg/__init__.py": "", "pkg/core.py": BUGGY_ADD, "tests/__init__.py": "",
+         "tests/test_core.py": TESTS},
+    )  # fmt: skip
+    run_config = config(tmp_path, repo, [{"raw": f"```python\n{PATCHING_ADD}```"}])
+    run_config = run_config.model_copy(
+        update={"strategy": "repair", "repair": RepairOptions(candidates=1, rounds=0)}
+    )
+    result = run_task(run_config)
+    assert result.status == "FAILED", result.reason
