@@ -315,3 +315,18 @@ def test_a_block_under_another_files_header_gives_way_to_one_for_this_file() -> 
     assert "        self.items = list(items)\n" in spliced.text  # not the test file's
     # alone, it is still the reply's code (a header written back a little differently)
     assert splice(CORE, targets, test_block).functions == ("__init__",)
+
+
+def test_an_import_before_a_method_under_its_header_in_one_block_is_split_off() -> None:
+    # The shape of a real reply (the 10-task set): ``import math`` at column 0, then the
+    # method under its header, indented as in its class, in one block ("unexpected indent").
+    targets = _two_targets()
+    method = prompts.fenced(targets[0].header(), targets[0].source).replace(
+        "return len(self.items) // self.per_page",
+        "return math.ceil(len(self.items) / self.per_page)",
+    )
+    reply = method.replace("```python\n", "```python\nimport math\n\n", 1)
+    spliced = splice(CORE, targets, reply)
+    assert spliced.functions == ("page_count",)
+    assert "        return math.ceil(len(self.items) / self.per_page)\n" in spliced.text
+    assert "import math\n" in spliced.text

@@ -51,14 +51,30 @@ class Spliced(NamedTuple):
     """The code block the functions came from."""
 
 
+HEADER_LINE = re.compile(r"^[ \t]*#[ \t]*[^,\n]+, lines [0-9]+-[0-9]+")
+
+
 def code_blocks(reply: str) -> list[str]:
-    """The fenced code blocks of ``reply``, dedented; a reply of bare code is its own block."""
-    blocks = [dedent(block) for block in CODE_BLOCK.findall(reply)]
+    """The fenced code blocks of ``reply``, each split at the headers it holds, dedented;
+    a reply of bare code is its own block."""
+    blocks = [part for block in CODE_BLOCK.findall(reply) for part in _at_headers(block)]
     if blocks:
         return blocks
     if "```" not in reply and parse(dedent(reply)) is not None:
         return [dedent(reply)]
     return []
+
+
+def _at_headers(block: str) -> list[str]:
+    """``block`` split before each header line (``HEADER``), each part dedented on its
+    own: a model writes several functions shown under their headers in one block, an
+    import at column 0 before a method indented as in its class."""
+    parts: list[list[str]] = [[]]
+    for line in block.splitlines(keepends=True):
+        if HEADER_LINE.match(line) and any(text.strip() for text in parts[-1]):
+            parts.append([])
+        parts[-1].append(line)
+    return [dedent("".join(part)) for part in parts if any(text.strip() for text in part)]
 
 
 def dedent(code: str) -> str:
@@ -181,6 +197,7 @@ def usable_blocks(
         raise Refused("no_code", "the reply has no ```python code block")
     here: list[Block] = []
     elsewhere: list[Block] = []
+    imports: list[Block] = []
     problem: Refused | None = None
     for code in reversed(blocks):
         try:
@@ -197,6 +214,9 @@ def usable_blocks(
             )
             continue
         defined = _top_defs(tree)
+        if tree.body and all(isinstance(node, ast.Import | ast.ImportFrom) for node in tree.body):
+            imports.append(Block(code, tree, None))  # what the functions of the reply need
+            continue
         if names & set(defined):
             shown = header(code)
             block = Block(code, tree, shown.owner if shown else None)
@@ -210,7 +230,7 @@ def usable_blocks(
         )
     usable = here or elsewhere
     if usable:
-        return usable[::-1]
+        return [*imports, *usable][::-1]
     assert problem is not None  # noqa: S101 - at least one block was looked at
     raise problem
 
