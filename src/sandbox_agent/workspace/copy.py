@@ -7,11 +7,17 @@ files (``st_nlink > 1``: one could alias a file outside the repository), devices
 FIFOs, sockets, names that are not UTF-8, ``.git``, and Python bytecode
 (``__pycache__``, ``*.pyc``, ``*.pyo``: an "unchecked" .pyc would run instead of the
 source the model reads and edits). A tree over the limits is refused as a whole.
+
+The copy is read and written through folder descriptors (``openat``/``mkdirat``), never
+through a path joined under the target: a tree nested past PATH_MAX below a long target
+(the service's copy folder) is copied as it is below a short one (SR-13 F7); only the
+nesting limit (``fsops.MAX_WALK_DEPTH``) refuses a deep tree, the same everywhere.
 """
 
 from __future__ import annotations
 
 import os
+from contextlib import ExitStack
 from pathlib import Path
 from typing import NamedTuple
 
@@ -112,6 +118,55 @@ def copy_from(
         OverLimits: the source is over a limit.
         WorkspaceError: the source could not be read.
     """
+    with ExitStack() as closing:
+        roots: list[int] = []
+        for target in targets:
+            roots.append(_open_target(target))
+            closing.callback(os.close, roots[-1])
+        folders = _TargetFolders(tuple(roots))
+        closing.callback(folders.close)
+        return _copy(source_fd, folders, limits)
+
+
+class _TargetFolders:
+    """The open target folders of the walk's current branch: for each folder entered,
+    its descriptor in every target. The walk goes depth first, folders before their
+    contents, so an entry's parent is always on the stack (at most ``MAX_WALK_DEPTH``)."""
+
+    def __init__(self, roots: tuple[int, ...]) -> None:
+        self._stack: list[tuple[str, tuple[int, ...]]] = [("", roots)]
+
+    def parent_of(self, relpath: str) -> tuple[int, ...]:
+        """The descriptors of ``relpath``'s folder in every target, leaving the branches
+        the walk is done with."""
+        parent = relpath.rpartition("/")[0]
+        while self._stack[-1][0] != parent:
+            self._close(self._stack.pop()[1])
+        return self._stack[-1][1]
+
+    def enter(self, relpath: str, name: str) -> None:
+        """Make the folder ``name`` (at ``relpath``) in every target and keep it open."""
+        opened: list[int] = []
+        try:
+            for parent in self.parent_of(relpath):
+                opened.append(_make_dir_at(parent, name))
+        except BaseException:
+            self._close(tuple(opened))
+            raise
+        self._stack.append((relpath, tuple(opened)))
+
+    def close(self) -> None:
+        """Close every folder entered (not the targets themselves)."""
+        while len(self._stack) > 1:
+            self._close(self._stack.pop()[1])
+
+    @staticmethod
+    def _close(fds: tuple[int, ...]) -> None:
+        for fd in fds:
+            os.close(fd)
+
+
+def _copy(source_fd: int, folders: _TargetFolders, limits: WorkspaceLimits) -> list[SkippedEntry]:
     skipped: list[SkippedEntry] = []
     files = 0
     total = 0
@@ -122,8 +177,7 @@ def copy_from(
                 "use a smaller repository or raise the entry limit",
             )
         if entry.kind == "dir":
-            for target in targets:
-                make_dir(target / entry.relpath)
+            folders.enter(entry.relpath, entry.name)
         elif entry.kind == "too_deep":
             raise OverLimits(
                 f"the repository is nested deeper than {fsops.MAX_WALK_DEPTH} folders "
@@ -145,8 +199,8 @@ def copy_from(
             total += len(content) - entry.stat.st_size
             _check_total(total, entry.relpath, limits)
             mode = 0o755 if entry.stat.st_mode & 0o111 else 0o644
-            for target in targets:
-                _write_new(target / entry.relpath, content, mode)
+            for parent in folders.parent_of(entry.relpath):
+                _write_new_at(parent, entry.name, content, mode)
     return sorted(skipped)
 
 
@@ -194,6 +248,28 @@ def make_dir(path: Path, mode: int = 0o755) -> None:
     path.chmod(mode)
 
 
-def _write_new(path: Path, content: bytes, mode: int) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+def _open_target(path: Path) -> int:
+    """A target folder (ours, made by the caller), opened to copy into."""
+    try:
+        return os.open(path, fsops.DIR_FLAGS)
+    except OSError as error:
+        raise WorkspaceError(f"cannot open the copy's folder {path}: {error.strerror}") from None
+
+
+def _make_dir_at(parent_fd: int, name: str, mode: int = 0o755) -> int:
+    """Make the new folder ``name`` in ``parent_fd`` with exactly ``mode`` (``make_dir``'s
+    rule) and return it open."""
+    os.mkdir(name, mode, dir_fd=parent_fd)
+    fd = os.open(name, fsops.DIR_FLAGS, dir_fd=parent_fd)
+    try:
+        os.fchmod(fd, mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _write_new_at(parent_fd: int, name: str, content: bytes, mode: int) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(name, flags, mode, dir_fd=parent_fd)
     fsops.write_all(fd, content, mode)
