@@ -27,7 +27,13 @@ from sandbox_agent.controller.loop_common import (
 from sandbox_agent.controller.models import RunConfig, ToolCallRecord
 from sandbox_agent.controller.parse import denial_kind
 from sandbox_agent.errors import BudgetExhausted, InfrastructureError
-from sandbox_agent.providers.base import CUT_OFF_NOTE, ModelReply, ModelRequest, Provider
+from sandbox_agent.providers.base import (
+    CUT_OFF_NOTE,
+    KnowsItsSpend,
+    ModelReply,
+    ModelRequest,
+    Provider,
+)
 from sandbox_agent.sandbox.base import CancelToken
 from sandbox_agent.tools.contracts import ToolArgs, ToolCall, ToolName, ToolOutcome
 from sandbox_agent.trace import TraceWriter, summarise_exception
@@ -71,16 +77,16 @@ class Steps:
         try:
             reply = self.provider.complete(request)
         except BudgetExhausted as error:
+            self._count_spend(None)
             return LoopStop("budget_exhausted", str(error))
         except InfrastructureError as error:
+            self._count_spend(None)
             return _provider_failed(error, self.config, self.state, trace, self.cancel)
         if fitter is not None:
             fitter.observe(request, reply.usage.input_tokens)
         used = self.state.used
         used.iterations += 1
-        used.input_tokens += reply.usage.input_tokens
-        used.output_tokens += reply.usage.output_tokens
-        used.cost_usd += reply.usage.cost_usd
+        self._count_spend(reply)
         self.state.model = reply.model or self.state.model
         # Before its turn: the turn and its call stay next to each other (viewer, progress).
         if (anomaly := reply.usage_anomaly) is not None:
@@ -117,6 +123,22 @@ class Steps:
         if (stop := _cancelled_after_reply(self.cancel)) is not None:
             return stop
         return reply
+
+    def _count_spend(self, reply: ModelReply | None) -> None:
+        """The run's tokens and cost after a model call: what the spend ledger booked for
+        the run so far, for a provider that books there (a request cut by the wall clock
+        or a cancel, or an attempt retried after a time-out, counts at the worst case it
+        was settled at: SR-13 F8); else the reply's usage added."""
+        used = self.state.used
+        if isinstance(self.provider, KnowsItsSpend):
+            spent = self.provider.spent()
+            used.input_tokens = spent.input_tokens
+            used.output_tokens = spent.output_tokens
+            used.cost_usd = spent.cost_usd
+        elif reply is not None:
+            used.input_tokens += reply.usage.input_tokens
+            used.output_tokens += reply.usage.output_tokens
+            used.cost_usd += reply.usage.cost_usd
 
     def tool(self, tool: ToolName, args: ToolArgs) -> ToolOutcome | LoopStop:
         """One tool call made by the controller, counted and recorded as the model's are

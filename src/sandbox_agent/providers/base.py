@@ -180,6 +180,18 @@ class Watchful(Protocol):
 
 
 @runtime_checkable
+class KnowsItsSpend(Protocol):
+    """A provider that books its requests in the spend ledger (the metered ones), so the
+    run reports what the ledger holds for it, not only what answered (SR-13 F8)."""
+
+    def spent(self) -> Usage:
+        """What the ledger booked for this run's requests so far: every attempt settled,
+        an answered one at its usage, one cut by the wall clock or a cancel, timed out or
+        otherwise maybe billed at its worst case, one refused with a status at zero."""
+        ...
+
+
+@runtime_checkable
 class KnowsItsPlan(Protocol):
     """A provider whose turns are known before the run (a plan), so it can say ahead how
     many whole-suite test runs they ask for. Used only to pre-start that many sandboxes;

@@ -13,6 +13,9 @@ past the conservative estimate) is impossible from an honest server, so the book
 cut to the worst case, the ledger row's outcome is ``over_reported``, and the reported
 counts travel with the reply (``ModelReply.usage_anomaly``) to the trace (SR-13 F4).
 
+What a meter settled, every attempt of every request, is kept (``Meter.spent``): the run
+reports it as spent, the same numbers the ledger holds for it (SR-13 F8).
+
 A request that fails for good raises ``ProviderFailed`` with what failed
 (``providers.errors.ProviderError``); each retry is announced before its wait
 (``Meter.on_retry``), and a run's cancellation ends the retries (``Meter.stopped``).
@@ -31,7 +34,13 @@ from typing import Any, Generic, NamedTuple, TypeVar
 
 from sandbox_agent.errors import InfrastructureError
 from sandbox_agent.ledger.prices import Price, cost_micros
-from sandbox_agent.ledger.store import MICROS_PER_USD, Outcome, SpendLedger, SpendLimits
+from sandbox_agent.ledger.store import (
+    MICROS_PER_USD,
+    Outcome,
+    Reservation,
+    SpendLedger,
+    SpendLimits,
+)
 from sandbox_agent.providers.base import Usage, UsageAnomaly
 from sandbox_agent.providers.errors import (
     ProviderError,
@@ -154,9 +163,45 @@ class Meter:
     """Told of each retry before its wait (the run's trace, so a user sees it)."""
     stopped: Callable[[], bool] = lambda: False
     """True once the run is cancelled: no retry is sent after that."""
+    booked_micros: int = 0
+    """What this meter settled in the ledger so far, every attempt of every request (a
+    failed one at what it was settled at): the run's spend as the ledger holds it."""
+    booked_input_tokens: int = 0
+    booked_output_tokens: int = 0
 
     def __post_init__(self) -> None:
         self.run_id = self.run_id or uuid.uuid4().hex
+
+    def spent(self) -> Usage:
+        """What this meter booked in the ledger so far (``booked_*``), as a ``Usage``."""
+        return Usage(
+            input_tokens=self.booked_input_tokens,
+            output_tokens=self.booked_output_tokens,
+            cost_usd=self.booked_micros / MICROS_PER_USD,
+        )
+
+    def _settle(
+        self,
+        reservation: Reservation,
+        *,
+        micros: int,
+        input_tokens: int,
+        output_tokens: int,
+        outcome: Outcome,
+    ) -> None:
+        """Settle ``reservation`` and add what the ledger books for it to ``booked_*``:
+        cut to the reservation as ``Ledger.settle`` cuts it (input tokens first)."""
+        self.ledger.settle(
+            reservation,
+            micros=micros,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            outcome=outcome,
+        )
+        booked_input = min(input_tokens, reservation.tokens)
+        self.booked_micros += min(micros, reservation.micros)
+        self.booked_input_tokens += booked_input
+        self.booked_output_tokens += min(output_tokens, reservation.tokens - booked_input)
 
     def backoff(self, attempt: int, retry_after: float | None) -> float:
         """Seconds to wait before attempt ``attempt + 1``: the server's word, else exponential."""
@@ -212,7 +257,7 @@ class Meter:
                     failure = unreadable_answer()
                 billed = failure is None or failure.maybe_billed
                 spent = worst if billed else TokenCounts(0, 0)
-                self.ledger.settle(
+                self._settle(
                     reservation,
                     micros=worst_micros if billed else 0,
                     input_tokens=spent.input_tokens,
@@ -227,7 +272,7 @@ class Meter:
             booked, anomaly = within_worst_case(used, worst)
             # Never above the reservation (cost_micros rounds up: min() keeps it exact).
             micros = min(cost_micros(self.price, *booked), worst_micros)
-            self.ledger.settle(
+            self._settle(
                 reservation,
                 micros=micros,
                 input_tokens=booked.input_tokens,

@@ -19,6 +19,7 @@ from sandbox_agent.providers.base import (
     Cancellation,
     ModelReply,
     ModelRequest,
+    Usage,
 )
 from sandbox_agent.providers.errors import RetryNotice
 from sandbox_agent.providers.gate import GatePass, check_gate
@@ -155,6 +156,10 @@ class MeteredProvider:
     def close(self) -> None:
         """Close the SDK's HTTP connections."""
         self._client.close()
+
+    def spent(self) -> Usage:
+        """What the ledger booked for this run's requests so far (``KnowsItsSpend``)."""
+        return self._meter.spent()
 
     def complete(self, request: ModelRequest) -> ModelReply:
         """Return the next turn: the first tool call as raw text, or the text answer
