@@ -55,7 +55,7 @@ def test_the_readme_is_short_and_keeps_its_placeholder() -> None:
         "sandbox-agent verify",
         "sandbox-agent eval",
         "make eval-local",
-        "no address but the index contacted",
+        "no address but the index (and the file hosts its",
         "declarations parsed as data",
         "<!-- regression-evidence -->",
     ],

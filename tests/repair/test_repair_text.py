@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from sandbox_agent.repair.edits import edit_for
 from sandbox_agent.repair.failures import Frame, failure_text, frames
 from sandbox_agent.repair.localise import function_at, function_named, localise
-from sandbox_agent.repair.splice import Refused, edit_for, splice
+from sandbox_agent.repair.splice import Refused, splice
 
 UNITTEST_OUTPUT = """\
 F

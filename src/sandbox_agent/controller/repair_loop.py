@@ -32,9 +32,10 @@ from sandbox_agent.controller.repair_context import (
 )
 from sandbox_agent.controller.steps import Steps, Strategy
 from sandbox_agent.providers.base import Exchange, ModelReply, ModelRequest, Sampling
+from sandbox_agent.repair.edits import edit_for
 from sandbox_agent.repair.failures import failure_text
 from sandbox_agent.repair.localise import Site
-from sandbox_agent.repair.splice import Refused, edit_for, splice
+from sandbox_agent.repair.splice import Refused, splice
 from sandbox_agent.tools.contracts import (
     ApplyPatchArgs,
     Edit,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from sandbox_agent.repair.splice import unique_edit
+from sandbox_agent.repair.edits import unique_edit
 
 
 class PatchEdit(BaseModel):
