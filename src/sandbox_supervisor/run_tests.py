@@ -16,10 +16,17 @@ repository's own configuration names a doctest glob (SR-8 C8-1).
 
 A test that calls ``os._exit`` or kills its process leaves no report: the host reads
 that as "not passed". Exit 0 only when at least one test ran and none failed.
+
+unittest's own stop signal (``unittest.case._ShouldStop``), which its ``testPartExecutor``
+swallows and counts as success, is an error when code under test raises it: only
+``subTest`` raises it legitimately, after a recorded failure (``failfast``) or an expected
+one (``guard_should_stop``; SR-13's retest, R1). A skip inside a ``subTest`` is reported
+as its test's skip (R2).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -72,6 +79,39 @@ def _counts(
         "broken": broken or [],
         "skipped_ids": None if ids is None else (skipped_ids or []),
     }
+
+
+class StopRaisedByTheCode(AssertionError):
+    """unittest's internal stop signal raised by the code under test, not by ``subTest``."""
+
+
+def guard_should_stop() -> None:
+    """Make ``unittest.case._ShouldStop`` an error unless ``subTest`` raised it after a
+    recorded failure or expected failure: code under test that raised it made its
+    failing test count as passed (SR-13 R1). Installed before any repository code is
+    imported; the tripwire then watches it (``tripwire.UNITTEST_ENTRY_POINTS``)."""
+    outcome_class = unittest.case._Outcome  # type: ignore[attr-defined]
+    original = outcome_class.testPartExecutor
+    should_stop = unittest.case._ShouldStop  # type: ignore[attr-defined]
+
+    @contextlib.contextmanager
+    def test_part_executor(self: Any, test_case: Any, subTest: bool = False) -> Iterator[None]:
+        with original(self, test_case, subTest):
+            try:
+                yield
+            except should_stop:
+                if self.success and self.expectedFailure is None:
+                    raise StopRaisedByTheCode(
+                        "unittest's internal _ShouldStop was raised by the code under test"
+                    ) from None
+                raise
+
+    outcome_class.testPartExecutor = test_part_executor
+
+
+def _test_of(test: Any) -> Any:
+    """A subtest's own test (its skip is the test's skip), else ``test``."""
+    return getattr(test, "test_case", test) if isinstance(test, unittest.case._SubTest) else test  # type: ignore[attr-defined]
 
 
 def short_id(test_id: str) -> str:
@@ -148,7 +188,9 @@ def run_unittest(
         errors,
         len(result.skipped),
         ids=ran,
-        skipped_ids=[short_id(test.id()) for test, _ in result.skipped],
+        skipped_ids=list(
+            dict.fromkeys(short_id(_test_of(test).id()) for test, _ in result.skipped)
+        ),
     )
     return counts, result.wasSuccessful() and not loader.errors
 
@@ -267,6 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     root = os.getcwd()
     if runner == "pytest":
         import pytest  # noqa: F401  # imported before the repository is on sys.path
+    guard_should_stop()
     snapshot = Snapshot.take(runner)  # before any repository code is imported
     sys.path.insert(0, root)
     deps.add_to_path(sys.path, sys.modules)  # the environment, with the repository (issue 17)

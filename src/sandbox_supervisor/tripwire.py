@@ -17,21 +17,25 @@ from __future__ import annotations
 import importlib
 from typing import Any, NamedTuple
 
-UNITTEST_ENTRY_POINTS: tuple[tuple[str, str, str], ...] = tuple(
-    ("unittest", owner, name)
-    for owner, names in (
-        ("TestCase", ("run", "__call__", "debug", "_callTestMethod", "_callSetUp")),
-        ("TestSuite", ("run", "__call__", "_handleClassSetUp", "_tearDownPreviousClass")),
-        (
-            "TestResult",
-            ("startTest", "stopTest", "addSuccess", "addFailure", "addError", "addSkip",
-             "addExpectedFailure", "addUnexpectedSuccess", "addSubTest", "wasSuccessful"),
-        ),
-        ("TextTestResult", ("addSuccess", "addFailure", "addError", "addSkip")),
-        ("TextTestRunner", ("run",)),
-        ("TestLoader", ("discover", "loadTestsFromName", "loadTestsFromModule")),
-    )
-    for name in names
+UNITTEST_ENTRY_POINTS: tuple[tuple[str, str, str], ...] = (
+    *(
+        ("unittest", owner, name)
+        for owner, names in (
+            ("TestCase", ("run", "__call__", "debug", "_callTestMethod", "_callSetUp")),
+            ("TestSuite", ("run", "__call__", "_handleClassSetUp", "_tearDownPreviousClass")),
+            (
+                "TestResult",
+                ("startTest", "stopTest", "addSuccess", "addFailure", "addError", "addSkip",
+                 "addExpectedFailure", "addUnexpectedSuccess", "addSubTest", "wasSuccessful"),
+            ),
+            ("TextTestResult", ("addSuccess", "addFailure", "addError", "addSkip")),
+            ("TextTestRunner", ("run",)),
+            ("TestLoader", ("discover", "loadTestsFromName", "loadTestsFromModule")),
+        )
+        for name in names
+    ),
+    ("unittest.case", "_Outcome", "testPartExecutor"),  # run_tests.guard_should_stop
+    ("unittest.case", "", "_ShouldStop"),
 )  # fmt: skip
 
 PYTEST_ENTRY_POINTS: tuple[tuple[str, str, str], ...] = (

@@ -47,3 +47,30 @@ def test_f5_import_time_code_in_a_spliced_function_cannot_make_a_pass(tmp_path: 
     )
     result = run_task(run_config)
     assert result.status == "FAILED", result.reason
+
+
+EXPECTING_ADD = (
+    "def add(a, b):\n    import sys\n"
+    "    sys._getframe(1).f_locals['self']._outcome.expecting_failure = True\n"
+    "    return a - b\n"
+)
+
+
+@pytest.mark.docker
+@pytest.mark.xfail(
+    strict=True,
+    reason="SR-13 R3 (open, accepted: SR-2's residual): code under test that reaches the "
+    "runner's objects through frames can turn its test's failure into an expected one",
+)
+def test_r3_code_under_test_cannot_make_its_failure_expected(tmp_path: Path) -> None:
+    repo = make_repo(
+        tmp_path / "repo",
+        {"pkg/__init__.py": "", "pkg/core.py": BUGGY_ADD, "tests/__init__.py": "",
+         "tests/test_core.py": TESTS},
+    )  # fmt: skip
+    run_config = config(tmp_path, repo, [{"raw": f"```python\n{EXPECTING_ADD}```"}])
+    run_config = run_config.model_copy(
+        update={"strategy": "repair", "repair": RepairOptions(candidates=1, rounds=0)}
+    )
+    result = run_task(run_config)
+    assert result.status == "FAILED", result.reason

@@ -88,3 +88,48 @@ def test_f1_a_skipping_candidate_does_not_end_the_repair_search(tmp_path: Path) 
     assert first.outcome == "failed"
     assert "skipped" in first.reason
     assert second.outcome == "passed"
+
+
+# --- the retest (docs/review/SR-13.md, "Retest"): R1, R2 -----------------------------------
+
+SHOULD_STOP_ADD = "def add(a, b):\n    import unittest\n    raise unittest.case._ShouldStop()\n"
+SUBTEST_TESTS = (
+    "import unittest\n\nfrom pkg.core import add\n\n\n"
+    "class TestAdd(unittest.TestCase):\n"
+    "    def test_add(self):\n"
+    "        for a, b, c in [(2, 3, 5), (1, 1, 2)]:\n"
+    "            with self.subTest(a=a, b=b):\n"
+    "                self.assertEqual(add(a, b), c)\n\n"
+    "    def test_one(self):\n        self.assertTrue(True)\n\n"
+    "    def test_two(self):\n        self.assertTrue(True)\n\n"
+    "    def test_three(self):\n        self.assertTrue(True)\n"
+)
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("runner", ["unittest", "pytest"])
+def test_r1_unittests_own_stop_signal_raised_by_code_under_test_is_no_pass(
+    tmp_path: Path, runner: str
+) -> None:
+    # unittest's testPartExecutor swallows _ShouldStop (its own signal, raised by subTest
+    # after a failure under failfast or an expected failure) and counts the test passed.
+    repo = _repo(tmp_path, "unittest")
+    steps = [replace("pkg/core.py", BUGGY_ADD, SHOULD_STOP_ADD), RUN_TESTS, FINISH]
+    run_config = config(tmp_path, repo, steps).model_copy(update={"runner": runner})
+    result = run_task(run_config)
+    assert result.status == "FAILED", result.reason
+    assert result.final_tests is not None
+    assert not result.final_tests.passed
+
+
+@pytest.mark.docker
+def test_r2_a_skip_inside_a_subtest_is_the_tests_skip(tmp_path: Path) -> None:
+    repo = make_repo(
+        tmp_path / "repo",
+        {"pkg/__init__.py": "", "pkg/core.py": BUGGY_ADD, "tests/__init__.py": "",
+         "tests/test_core.py": SUBTEST_TESTS},
+    )  # fmt: skip
+    steps = [replace("pkg/core.py", BUGGY_ADD, SKIPPING_ADD["unittest"]), RUN_TESTS, FINISH]
+    result = run_task(config(tmp_path, repo, steps))
+    assert result.status == "FAILED", result.reason
+    assert "tests.test_core.TestAdd.test_add" in result.reason

@@ -219,3 +219,46 @@ def test_explain_adds_nothing_where_it_has_nothing_to_say() -> None:
     assert explain(ValueError("x"), None) is None
     assert explain(AssertionError("message"), None) is None
     assert explain(AssertionError(), None) is None
+
+
+def test_the_stop_guard_keeps_subtests_own_stops_and_refuses_the_codes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # SR-13's retest, R1: code under test that raised unittest.case._ShouldStop made its
+    # test pass. subTest's own stops (after a failure under failfast, an expected failure)
+    # must keep their meaning.
+    import unittest
+
+    from sandbox_supervisor import run_tests
+
+    monkeypatch.setattr(
+        unittest.case._Outcome, "testPartExecutor", unittest.case._Outcome.testPartExecutor
+    )
+    run_tests.guard_should_stop()
+
+    class T(unittest.TestCase):
+        def test_raised_by_the_code(self) -> None:
+            raise unittest.case._ShouldStop()
+
+        @unittest.expectedFailure
+        def test_expected_failure_in_a_subtest(self) -> None:
+            with self.subTest(n=1):
+                self.fail("expected")
+
+        def test_failfast_stop_after_a_subtest_failure(self) -> None:
+            for n in (1, 2):
+                with self.subTest(n=n):
+                    self.fail(f"subtest {n}")
+
+    def run(name: str, *, failfast: bool = False) -> unittest.TestResult:
+        result = unittest.TestResult()
+        result.failfast = failfast
+        T(name).run(result)
+        return result
+
+    raised = run("test_raised_by_the_code")
+    assert not raised.wasSuccessful()
+    assert "_ShouldStop was raised by the code under test" in raised.failures[0][1]
+    assert len(run("test_expected_failure_in_a_subtest").expectedFailures) == 1
+    stopped = run("test_failfast_stop_after_a_subtest_failure", failfast=True)
+    assert len(stopped.failures) == 1  # the first subtest's; the stop ended the test
