@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from test_controller_review_sr8 import BUGGY_ADD, config, make_repo
 
-from sandbox_agent.controller import run_task
+from sandbox_agent.controller import RunResult, run_task
 from sandbox_agent.controller.models import RepairOptions
 
 PATCHING_ADD = (
@@ -36,16 +36,7 @@ TESTS = (
     "process and can replace the test framework's assertions at import",
 )
 def test_f5_import_time_code_in_a_spliced_function_cannot_make_a_pass(tmp_path: Path) -> None:
-    repo = make_repo(
-        tmp_path / "repo",
-        {"pkg/__init__.py": "", "pkg/core.py": BUGGY_ADD, "tests/__init__.py": "",
-         "tests/test_core.py": TESTS},
-    )  # fmt: skip
-    run_config = config(tmp_path, repo, [{"raw": f"```python\n{PATCHING_ADD}```"}])
-    run_config = run_config.model_copy(
-        update={"strategy": "repair", "repair": RepairOptions(candidates=1, rounds=0)}
-    )
-    result = run_task(run_config)
+    result = _repair_once(tmp_path, PATCHING_ADD)
     assert result.status == "FAILED", result.reason
 
 
@@ -63,14 +54,19 @@ EXPECTING_ADD = (
     "runner's objects through frames can turn its test's failure into an expected one",
 )
 def test_r3_code_under_test_cannot_make_its_failure_expected(tmp_path: Path) -> None:
+    result = _repair_once(tmp_path, EXPECTING_ADD)
+    assert result.status == "FAILED", result.reason
+
+
+def _repair_once(tmp_path: Path, add: str) -> RunResult:
+    """One repair candidate, ``add`` as the model's reply, on the buggy ``pkg``."""
     repo = make_repo(
         tmp_path / "repo",
         {"pkg/__init__.py": "", "pkg/core.py": BUGGY_ADD, "tests/__init__.py": "",
          "tests/test_core.py": TESTS},
     )  # fmt: skip
-    run_config = config(tmp_path, repo, [{"raw": f"```python\n{EXPECTING_ADD}```"}])
+    run_config = config(tmp_path, repo, [{"raw": f"```python\n{add}```"}])
     run_config = run_config.model_copy(
         update={"strategy": "repair", "repair": RepairOptions(candidates=1, rounds=0)}
     )
-    result = run_task(run_config)
-    assert result.status == "FAILED", result.reason
+    return run_task(run_config)

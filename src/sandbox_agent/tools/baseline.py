@@ -20,7 +20,7 @@ import threading
 import time
 from typing import NamedTuple
 
-from sandbox_agent.policy import collect_command, runner_command
+from sandbox_agent.policy import RunnerCommand, collect_command, runner_command
 from sandbox_agent.sandbox.base import (
     CancelToken,
     RunnerReport,
@@ -67,27 +67,22 @@ class Baseline:
         Raises:
             ToolDenied: ``command.not_allowlisted`` for an unknown runner.
         """
-        command = collect_command(runner)
         self.runner = runner
         self._sandbox = sandbox
-        run = runner_command(runner)
-        self._run_request = SandboxRequest(
-            argv=run.argv,
-            workspace=workspace.base,
-            runtime=runtime,
-            limits=limits,
-            workload_env=run.workload_env,
-            labels={"sandbox-agent.purpose": BASELINE_LABEL},
-        )
+
+        def request(command: RunnerCommand) -> SandboxRequest:
+            return SandboxRequest(
+                argv=command.argv,
+                workspace=workspace.base,
+                runtime=runtime,
+                limits=limits,
+                workload_env=command.workload_env,
+                labels={"sandbox-agent.purpose": BASELINE_LABEL},
+            )
+
+        self._request = request(collect_command(runner))
+        self._run_request = request(runner_command(runner))
         """The original's whole suite, run only when the final run skipped tests it has."""
-        self._request = SandboxRequest(
-            argv=command.argv,
-            workspace=workspace.base,
-            runtime=runtime,
-            limits=limits,
-            workload_env=command.workload_env,
-            labels={"sandbox-agent.purpose": BASELINE_LABEL},
-        )
         # Its own token: the run's cancellation and deadline reach it, and the run can
         # stop it alone when the verdict will not be needed.
         self._cancel = CancelToken(parent=cancel)
