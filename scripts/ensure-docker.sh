@@ -5,7 +5,7 @@
 # - Otherwise, as root on Debian/Ubuntu: install Debian's docker.io and runsc,
 #   register runsc with --network=none and --oci-seccomp, and start dockerd
 #   with --bridge=none --iptables=false --ip6tables=false, waiting (bounded)
-#   until it answers. A stale pid file left by a killed daemon is removed;
+#   until it answers. A stale pid file (dockerd's or its containerd's) is removed;
 #   a second daemon is never started.
 # - Neither possible: one line that says what to install, exit 2.
 #
@@ -16,6 +16,7 @@ DOCKER_WAIT_SECONDS="${SANDBOX_AGENT_DOCKER_WAIT_SECONDS:-60}"
 DAEMON_JSON=/etc/docker/daemon.json
 DAEMON_LOG=/var/log/sandbox-agent-dockerd.log
 PID_FILE=/var/run/docker.pid
+CONTAINERD_PID_FILE=/var/run/docker/containerd/containerd.pid
 
 say() { printf 'ensure-docker: %s\n' "$*" >&2; }
 die() { printf 'ensure-docker: %s\n' "$*" >&2; exit 2; }
@@ -77,17 +78,15 @@ if runtimes.get("runsc") != want:
     os.replace(tmp, path)
 PY
 
-# A daemon killed with its session leaves its pid file behind, and the next
-# dockerd refuses to start until it is gone. Remove it only when stale.
-if [ -f "$PID_FILE" ]; then
-  old=$(cat "$PID_FILE" 2>/dev/null || true)
-  if [ -n "$old" ] && kill -0 "$old" 2>/dev/null && grep -q dockerd "/proc/$old/cmdline" 2>/dev/null; then
-    say "dockerd (pid $old) is running but not answering yet; waiting for it"
-  else
-    rm -f "$PID_FILE"
-  fi
+# A daemon killed with its session leaves its pid file behind, and the next dockerd
+# refuses to start until it is gone; containerd's, naming a pid another program has
+# taken since (a machine restored with /var/run kept), makes dockerd wait for a
+# containerd that is not there. Each is removed only when stale.
+. "$(dirname "${BASH_SOURCE[0]}")/lib/pidfile.sh"
+if ! remove_stale_pid "$PID_FILE" dockerd; then
+  say "dockerd (pid $(cat "$PID_FILE")) is running but not answering yet; waiting for it"
 fi
-# Likewise containerd's: a killed containerd leaves its socket, which is harmless.
+remove_stale_pid "$CONTAINERD_PID_FILE" containerd || true
 
 if ! pgrep -x dockerd >/dev/null 2>&1; then
   say "starting dockerd (--bridge=none --iptables=false --ip6tables=false)"
