@@ -184,3 +184,15 @@ def test_unittest_that_ran_nothing_says_how_pytest_tests_would_run(
     reason = call(toolbox, "run_tests").result["reason"]
     assert reason.startswith("no test ran")
     assert "--runner pytest" in reason
+
+
+def test_unittest_whose_every_test_skipped_says_so_not_how_pytest_tests_would_run(
+    toolbox: ToolBox, backend: FakeBackend
+) -> None:
+    # SR-13 (minor): skips from setUpClass used up every test; the advice to pass
+    # --runner pytest did not apply, since unittest had found the tests.
+    backend.add(completed(exit_code=0, tests_run=3, skipped=3))
+    reason = call(toolbox, "run_tests").result["reason"]
+    assert reason.startswith("no test ran")
+    assert "--runner pytest" not in reason
+    assert "all 3 tests were skipped" in reason

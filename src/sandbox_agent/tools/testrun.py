@@ -89,6 +89,10 @@ def judge(result: SandboxResult, runner: str) -> TestVerdict:
     if report.runner != runner:
         return fail(f"the report is from runner '{report.runner}', not '{runner}'")
     if tests_run - report.skipped < 1:
+        if tests_run > 0:  # found, then skipped (setUpClass, a module-level skip, ...)
+            return fail(
+                f"{NO_TEST_RAN}: all {tests_run} tests were skipped, and a skip is not a pass"
+            )
         return fail(NO_TEST_RAN + (UNITTEST_FOUND_NONE if runner == "unittest" else ""))
     clean = failures == 0 and errors == 0
     if clean and result.exit_code != 0:
