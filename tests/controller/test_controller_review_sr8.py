@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scripted_runs import BUGGY_ADD, FINISH, RUN_TESTS, config, create, make_repo, replace
 
-from sandbox_agent.controller import Budgets, RunConfig, RunResult, run_task
+from sandbox_agent.controller import RunResult, run_task
 from sandbox_agent.evidence import verify_run
-from sandbox_agent.providers.options import PlanOptions
 from sandbox_agent.sandbox.fake import FakeBackend, completed
 
 RUNTIMES = [
@@ -31,7 +31,6 @@ RUNTIMES = [
 ]
 
 PYPROJECT_PYTEST = "[tool.pytest.ini_options]\n"
-BUGGY_ADD = "def add(a, b):\n    return a - b\n"
 PYTEST_ADD_TEST = "from pkg.core import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 UNITTEST_ADD_TEST = (
     "import unittest\n\nfrom pkg.core import add\n\n\n"
@@ -43,47 +42,6 @@ UNITTEST_OTHER = (
     "    def test_one(self):\n        self.assertTrue(True)\n"
 )
 PYTEST_OTHER = "def test_one():\n    assert True\n"
-
-
-def make_repo(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
-
-
-def create(path: str, text: str) -> dict[str, Any]:
-    return {"tool": "apply_patch", "args": {"edits": [{"path": path, "old": "", "new": text}]}}
-
-
-def replace(path: str, old: str, new: str) -> dict[str, Any]:
-    return {"tool": "apply_patch", "args": {"edits": [{"path": path, "old": old, "new": new}]}}
-
-
-RUN_TESTS = {"tool": "run_tests", "args": {}}
-FINISH = {"tool": "finish", "args": {"summary": "done"}}
-
-
-def config(
-    tmp_path: Path,
-    repo: Path,
-    steps: list[dict[str, Any]],
-    *,
-    runtime: str = "runc",
-    **budgets: Any,
-) -> RunConfig:
-    plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({"steps": steps}))
-    return RunConfig(
-        task="Fix add.",
-        repo=repo,
-        provider="scripted",
-        provider_options=PlanOptions(plan_path=str(plan)),
-        runtime=runtime,  # type: ignore[arg-type]
-        budgets=Budgets(**{"max_denials": 10, **budgets}),
-        trace_dir=tmp_path / "runs",
-    )
 
 
 def denials(result: RunResult) -> list[str | None]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_controller_review_sr8 import BUGGY_ADD, config, make_repo
+from scripted_runs import BUGGY_ADD, config, make_repo
 
 from sandbox_agent.controller import RunResult, run_task
 from sandbox_agent.controller.models import RepairOptions

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_controller_review_sr8 import BUGGY_ADD, FINISH, RUN_TESTS, config, make_repo, replace
+from scripted_runs import BUGGY_ADD, FINISH, RUN_TESTS, config, make_repo, replace
 
 from sandbox_agent.controller import run_task
 

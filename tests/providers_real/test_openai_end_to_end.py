@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 from fake_model_servers import Answer, FakeModelServer, openai_completion, openai_tool_call
-from real_provider_support import FAKE_OPENAI_KEY
+from real_provider_support import FAKE_OPENAI_KEY, openai_options, paginator_run
 
 from sandbox_agent.controller import RunConfig, run_task
 from sandbox_agent.ledger import Ledger
-from sandbox_agent.providers.options import OpenAIOptions
 from sandbox_agent.settings import PROJECT_ROOT
 
 PLANTED = "sk-proj-" + "Pl4nt3d" * 5
@@ -39,17 +38,9 @@ def scripted_answers() -> list[Answer]:
     return answers
 
 
-def paginator_run(server: FakeModelServer, ledger: Path, tmp_path: Path) -> RunConfig:
+def paginator_on(server: FakeModelServer, ledger: Path, tmp_path: Path) -> RunConfig:
     """The paginator task with the openai provider pointed at ``server``."""
-    return RunConfig(
-        task="Page numbers start at 1; fix the paginator.",
-        fixture="paginator",
-        provider="openai",
-        provider_options=OpenAIOptions(
-            model="gpt-4o-mini", base_url=f"{server.url}/v1", ledger_path=str(ledger)
-        ),
-        trace_dir=tmp_path / "runs",
-    )
+    return paginator_run(openai_options(f"{server.url}/v1", ledger), tmp_path)
 
 
 @pytest.mark.docker
@@ -58,7 +49,7 @@ def test_a_paginator_run_keeps_keys_out_of_its_trace(
     server: FakeModelServer, online: Path, tmp_path: Path
 ) -> None:
     server.answers.extend(scripted_answers())
-    result = run_task(paginator_run(server, online, tmp_path))
+    result = run_task(paginator_on(server, online, tmp_path))
 
     assert result.status == "SUCCEEDED", result.reason
     assert len(server.received) == len(scripted_answers())
@@ -91,7 +82,7 @@ def test_an_answer_that_is_not_json_ends_the_run_sealed_on_a_provider_error(
     server.answers.extend(
         [Answer(200, openai_completion({"tool_calls": [first]})), Answer(200, b"{not json")]
     )
-    result = run_task(paginator_run(server, online, tmp_path))
+    result = run_task(paginator_on(server, online, tmp_path))
 
     assert result.status != "SUCCEEDED"
     assert "provider" in result.reason

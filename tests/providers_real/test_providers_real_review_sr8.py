@@ -19,30 +19,24 @@ from fake_model_servers import (
     openai_completion,
     openai_tool_call,
 )
+from real_provider_support import paginator_run
 
 from sandbox_agent.controller import RunConfig, run_task
 from sandbox_agent.evidence import verify_run
 from sandbox_agent.providers import options_for
 from sandbox_agent.sandbox.fake import FakeBackend, completed
-from sandbox_agent.settings import PROJECT_ROOT
 
 HUGE = "9" * 5000
 
 
 def _run(provider: str, server: FakeModelServer, ledger: Path, tmp_path: Path) -> RunConfig:
-    return RunConfig(
-        task="Fix the paginator.",
-        fixture="paginator",
-        fixtures_dir=PROJECT_ROOT / "fixtures",
-        provider=provider,
-        provider_options=options_for(
-            provider,
-            model="gpt-4o-mini" if provider == "openai" else "claude-sonnet-5-5",
-            base_url=f"{server.url}/v1" if provider == "openai" else server.url,
-            ledger_path=str(ledger),
-        ),
-        trace_dir=tmp_path / "runs",
+    options = options_for(
+        provider,
+        model="gpt-4o-mini" if provider == "openai" else "claude-sonnet-5-5",
+        base_url=f"{server.url}/v1" if provider == "openai" else server.url,
+        ledger_path=str(ledger),
     )
+    return paginator_run(options, tmp_path, provider=provider)
 
 
 @pytest.mark.parametrize("digits", [4300, 5000])

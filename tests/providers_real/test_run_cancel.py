@@ -19,11 +19,11 @@ from fake_model_servers import (
     openai_completion,
     openai_tool_call,
 )
+from real_provider_support import openai_options, paginator_run
 
 from sandbox_agent.controller import RunConfig, run_task
 from sandbox_agent.controller.models import RunResult
 from sandbox_agent.ledger import Ledger
-from sandbox_agent.providers.options import OpenAIOptions
 from sandbox_agent.sandbox.base import CancelToken
 from sandbox_agent.sandbox.fake import FakeBackend
 
@@ -34,18 +34,8 @@ STOPPED_WITHIN_S = 10.0
 
 
 def config(base_url: str, ledger: Path, tmp_path: Path) -> RunConfig:
-    return RunConfig(
-        task="Page numbers start at 1; fix the paginator.",
-        fixture="paginator",
-        provider="openai",
-        provider_options=OpenAIOptions(
-            model="gpt-4o-mini",
-            base_url=base_url,
-            ledger_path=str(ledger),
-            request_timeout_seconds=REQUEST_TIMEOUT_S,
-        ),
-        trace_dir=tmp_path / "runs",
-    )
+    options = openai_options(base_url, ledger, request_timeout_seconds=REQUEST_TIMEOUT_S)
+    return paginator_run(options, tmp_path)
 
 
 def run_cancelled_when(

@@ -8,27 +8,18 @@ import json
 from pathlib import Path
 
 from fake_model_servers import Answer, FakeModelServer, SilentServer, unused_port
+from real_provider_support import openai_options, paginator_run
 
-from sandbox_agent.controller import Budgets, RunConfig, run_task
+from sandbox_agent.controller import run_task
 from sandbox_agent.controller.models import RunResult
 from sandbox_agent.controller.report import render
-from sandbox_agent.providers.options import OpenAIOptions
 from sandbox_agent.sandbox.fake import FakeBackend, completed
 
 UNAUTHORISED = {"error": {"type": "authentication_error", "message": "invalid x-api-key"}}
 
 
 def run_against(base_url: str, ledger: Path, tmp_path: Path, **budgets: float) -> RunResult:
-    config = RunConfig(
-        task="Page numbers start at 1; fix the paginator.",
-        fixture="paginator",
-        provider="openai",
-        provider_options=OpenAIOptions(
-            model="gpt-4o-mini", base_url=base_url, ledger_path=str(ledger)
-        ),
-        budgets=Budgets(**budgets),
-        trace_dir=tmp_path / "runs",
-    )
+    config = paginator_run(openai_options(base_url, ledger), tmp_path, **budgets)
     failing = completed(exit_code=1, tests_run=3, failures=1)
     return run_task(config, sandbox=FakeBackend([failing]))
 

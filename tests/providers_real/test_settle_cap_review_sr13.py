@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 from fake_model_servers import Answer, FakeModelServer, openai_completion, openai_tool_call
-from real_provider_support import opened
+from real_provider_support import opened, paginator_run
 
-from sandbox_agent.controller import RunConfig, run_task
+from sandbox_agent.controller import run_task
 from sandbox_agent.ledger import Ledger, SpendLimits
 from sandbox_agent.providers import openai_compat
 from sandbox_agent.providers.base import ModelRequest
@@ -148,13 +148,7 @@ def test_sr13_f4_a_run_books_at_most_its_cap_and_traces_the_anomaly(
     finish = openai_tool_call("finish", json.dumps({"summary": "done"}))
     huge = openai_completion({"tool_calls": [finish]}, prompt_tokens=HUGE, completion_tokens=HUGE)
     server.answers.append(Answer(200, huge))
-    config = RunConfig(
-        task="Page numbers start at 1; fix the paginator.",
-        fixture="paginator",
-        provider="openai",
-        provider_options=options(server, online, max_cost_usd=1.0),
-        trace_dir=tmp_path / "runs",
-    )
+    config = paginator_run(options(server, online, max_cost_usd=1.0), tmp_path)
 
     result = run_task(config, sandbox=FakeBackend([completed(exit_code=0, tests_run=3)]))
 

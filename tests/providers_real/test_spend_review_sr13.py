@@ -15,11 +15,11 @@ from pathlib import Path
 
 from fake_model_servers import Answer, FakeModelServer, SilentServer, openai_completion
 from fake_model_servers import openai_tool_call as tool_call
+from real_provider_support import openai_options, paginator_run
 
-from sandbox_agent.controller import Budgets, RunConfig, run_task
+from sandbox_agent.controller import RunConfig, run_task
 from sandbox_agent.controller.models import RunResult
 from sandbox_agent.ledger import Ledger
-from sandbox_agent.providers.options import OpenAIOptions
 from sandbox_agent.sandbox.base import CancelToken
 from sandbox_agent.sandbox.fake import FakeBackend
 
@@ -27,19 +27,8 @@ from sandbox_agent.sandbox.fake import FakeBackend
 def config(
     base_url: str, ledger: Path, tmp_path: Path, *, wall_s: float = 300, request_s: float = 120
 ) -> RunConfig:
-    return RunConfig(
-        task="Page numbers start at 1; fix the paginator.",
-        fixture="paginator",
-        provider="openai",
-        provider_options=OpenAIOptions(
-            model="gpt-4o-mini",
-            base_url=base_url,
-            ledger_path=str(ledger),
-            request_timeout_seconds=request_s,
-        ),
-        budgets=Budgets(max_wall_seconds=wall_s),
-        trace_dir=tmp_path / "runs",
-    )
+    options = openai_options(base_url, ledger, request_timeout_seconds=request_s)
+    return paginator_run(options, tmp_path, max_wall_seconds=wall_s)
 
 
 def assert_reports_what_the_ledger_holds(result: RunResult, ledger: Path) -> None:

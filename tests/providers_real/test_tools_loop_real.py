@@ -9,11 +9,10 @@ import json
 from pathlib import Path
 
 from fake_model_servers import Answer, FakeModelServer, openai_completion
+from real_provider_support import openai_options, paginator_run
 
 from sandbox_agent.controller import RunConfig, run_task
-from sandbox_agent.providers.options import OpenAIOptions
 from sandbox_agent.sandbox.fake import FakeBackend, completed
-from sandbox_agent.settings import PROJECT_ROOT
 from sandbox_agent.trace import read_chain
 
 FIRST_TURN_CHARS = 3000
@@ -26,19 +25,8 @@ def text_reply(content: str, finish_reason: str = "stop") -> Answer:
 
 
 def config(server: FakeModelServer, ledger: Path, tmp_path: Path) -> RunConfig:
-    return RunConfig(
-        task="Page numbers start at 1; fix the paginator.",
-        fixture="paginator",
-        fixtures_dir=PROJECT_ROOT / "fixtures",
-        provider="openai",
-        provider_options=OpenAIOptions(
-            model="gpt-4o-mini",
-            base_url=f"{server.url}/v1",
-            ledger_path=str(ledger),
-            tool_protocol="json_schema",
-        ),
-        trace_dir=tmp_path / "runs",
-    )
+    options = openai_options(f"{server.url}/v1", ledger, tool_protocol="json_schema")
+    return paginator_run(options, tmp_path)
 
 
 def test_a_cut_off_reply_is_said_to_be_cut_off_and_the_first_turn_is_small(

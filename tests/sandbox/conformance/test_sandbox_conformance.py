@@ -56,15 +56,6 @@ KNOWN_GAPS: dict[str, set[str]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def backend() -> Iterator[DockerBackend]:
-    from sandbox_agent.hostsetup.image import ensure
-
-    instance = DockerBackend(image_id=ensure().image_id)
-    yield instance
-    instance.close()
-
-
 @pytest.fixture
 def workspace() -> Iterator[Path]:
     # Not pytest's tmp_path: its parents are 0700, and uid 10001 must enter /workspace.

@@ -15,7 +15,6 @@ from __future__ import annotations
 import shutil
 import tempfile
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -44,15 +43,6 @@ def test_a_python_like_this_one_can_import_pytest():
     )
     assert done.returncode == 0, (flags, done.stderr)
 """
-
-
-@pytest.fixture(scope="module")
-def backend() -> Iterator[DockerBackend]:
-    from sandbox_agent.hostsetup.image import ensure
-
-    instance = DockerBackend(image_id=ensure().image_id)
-    yield instance
-    instance.close()
 
 
 @pytest.mark.parametrize(

@@ -24,15 +24,6 @@ pytestmark = pytest.mark.docker
 LIMITS = SandboxLimits(timeout_s=60, memory_bytes=128 * 1024 * 1024, pids=96)
 
 
-@pytest.fixture(scope="module")
-def backend() -> Iterator[DockerBackend]:
-    from sandbox_agent.hostsetup.image import ensure
-
-    instance = DockerBackend(image_id=ensure().image_id)
-    yield instance
-    instance.close()
-
-
 @pytest.fixture
 def workspace() -> Iterator[Path]:
     # Not pytest's tmp_path: its parents are 0700, and uid 10001 must enter /workspace.
