@@ -10,6 +10,7 @@ from benchmarks import (
     deps_bench,
     eval_bench,
     localmodel_bench,
+    parallel_bench,
     repair_bench,
     sandbox_bench,
 )
@@ -20,4 +21,5 @@ if __name__ == "__main__":
     code = code or deps_bench.main([])
     code = code or localmodel_bench.main([])
     code = code or repair_bench.main([])
+    code = code or parallel_bench.main([])
     sys.exit(code or cluster_bench.main([]))
