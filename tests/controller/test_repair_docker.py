@@ -61,3 +61,50 @@ def test_scripted_candidates_are_tested_in_verified_sandboxes(tmp_path: Path, ru
     assert result.final_tests is not None
     assert result.final_tests.passed
     assert verify_run(Path(result.trace_path).parent).ok
+
+
+ENDLESS = (
+    "def odd_collatz(n):\n"
+    '    """The odd numbers of the Collatz sequence from n, sorted."""\n'
+    "    odds = []\n"
+    "    while n != 1:\n"
+    "        if n % 2:\n"
+    "            odds.append(n)\n"
+    "    return sorted(odds + [1])\n"
+)
+ENDLESS_TESTS = (
+    "import unittest\n\nfrom solution import odd_collatz\n\n\n"
+    "class ExampleTests(unittest.TestCase):\n"
+    "    def test_examples(self):\n        self.assertEqual(odd_collatz(5), [1, 5])\n"
+)
+ENDLESS_FIXED = (
+    "```python\ndef odd_collatz(n):\n    odds = []\n    while n != 1:\n        if n % 2:\n"
+    "            odds.append(n)\n            n = 3 * n + 1\n        else:\n"
+    "            n //= 2\n    return sorted(odds + [1])\n```"
+)
+
+
+def test_tests_the_bug_makes_run_out_of_memory_are_repaired(tmp_path: Path) -> None:
+    """HumanEvalFix row 123's shape: the bug loops forever appending, the visible run is
+    killed for memory, and the strategy stopped there without asking the model."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "solution.py").write_text(ENDLESS)
+    (repo / "test_examples.py").write_text(ENDLESS_TESTS)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"steps": [{"raw": ENDLESS_FIXED}]}))
+    result = run_task(
+        RunConfig(
+            task="Fix the bug in odd_collatz.",
+            repo=repo,
+            provider="scripted",
+            provider_options=PlanOptions(plan_path=str(plan)),
+            strategy="repair",
+            repair=RepairOptions(candidates=1, rounds=0),
+            trace_dir=tmp_path / "runs",
+        )
+    )
+    runs = [c for c in result.tool_calls if c.tool == "run_tests"]
+    assert runs[0].result["status"] == "oom_killed"
+    assert result.status == "SUCCEEDED", result.reason
+    assert [c.outcome for c in result.candidates] == ["passed"]

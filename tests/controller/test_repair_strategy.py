@@ -240,6 +240,52 @@ def test_tests_that_time_out_are_repaired_from_what_the_test_modules_import(
     assert [c.outcome for c in result.candidates] == ["passed"]
 
 
+@pytest.mark.parametrize(
+    ("status", "reason"),
+    [
+        ("oom_killed", "the workload ran out of memory and was killed"),
+        ("output_limit", "the workload's output passed its budget"),
+        ("killed", "the workload was killed by signal 11"),
+    ],
+)
+def test_tests_the_bug_makes_run_out_of_a_limit_are_repaired(
+    tmp_path: Path, status: str, reason: str
+) -> None:
+    # HumanEvalFix row 123 (2026-12-04): a loop that never ends but appends filled the
+    # memory, and the run stopped before the first model call: "the visible tests did not
+    # run to an end". A limit the code under test runs into is its failure, as a timeout is.
+    stopped = SandboxResult(
+        status=status,  # type: ignore[arg-type]
+        reason=reason,
+        started=True,
+        runtime="runc",
+        attested=True,
+        output=b"",
+        cleanup="removed",
+    )
+    result, _ = run(tmp_path, [FIXED], [stopped, PASSING])
+    assert result.status == "SUCCEEDED", result.reason
+    assert [c.outcome for c in result.candidates] == ["passed"]
+
+
+@pytest.mark.parametrize("status", ["refused", "cancelled"])
+def test_visible_tests_the_sandbox_could_not_run_stop_before_the_first_model_call(
+    tmp_path: Path, status: str
+) -> None:
+    unrun = SandboxResult(
+        status=status,  # type: ignore[arg-type]
+        reason="the sandbox could not be verified",
+        started=False,
+        runtime="runc",
+        attested=False,
+        output=b"",
+        cleanup="removed",
+    )
+    result, _ = run(tmp_path, [FIXED], [unrun, unrun])  # the visible run, the final run
+    assert result.status != "SUCCEEDED"
+    assert result.candidates == []  # no model call: nothing a candidate could be checked by
+
+
 def test_the_result_names_its_run_folder(tmp_path: Path) -> None:
     result, _ = run(tmp_path, [FIXED], [FAILING, PASSING])
     assert Path(result.run_dir) == Path(result.trace_path).parent

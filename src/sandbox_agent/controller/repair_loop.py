@@ -51,6 +51,13 @@ WARMEST = 1.2
 """Refusals that are invalid outputs; a reply that changes nothing is a valid, useless one."""
 
 
+BUG_STOPS = frozenset({"completed", "timeout", "oom_killed", "output_limit", "killed"})
+"""Ends of the visible tests' run that the code under test can cause, so a candidate can
+mend: a failing report, and a limit it ran into (time, memory, output, a fatal signal:
+HumanEvalFix row 123's endless loop appended until the memory ran out). ``refused`` and
+``cancelled`` are the sandbox's or the caller's, not the code's: no model call then."""
+
+
 @dataclass
 class _Tried:
     """A candidate that reached the sandbox: its texts, its run, its reply."""
@@ -124,11 +131,11 @@ class _Repair:
             if self.config.allow_no_tests:
                 return answer(self.steps, prompts.ANSWER_NO_TESTS, self.options.seed)
             return LoopStop("finished", f"the visible tests: {baseline.reason}")
-        if baseline.status not in ("completed", "timeout"):
+        if baseline.status not in BUG_STOPS:
             why = f"the visible tests did not run to an end ({baseline.reason})"
             return LoopStop("finished", why)
         output = baseline.sandbox.output.decode("utf-8", errors="replace")
-        if baseline.status == "timeout":  # no traceback says where: say what happened
+        if baseline.status != "completed":  # no traceback may say where: say what happened
             output = f"The tests did not finish: {baseline.reason}\n{output}"
         context = localise_run(self.toolbox, output)
         if not context.targets:
