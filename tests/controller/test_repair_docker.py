@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_agent.controller import RunConfig, run_task
+from sandbox_agent.controller import RunConfig, RunResult, run_task
 from sandbox_agent.controller.models import RepairOptions
 from sandbox_agent.providers.options import PlanOptions
 
@@ -27,6 +27,27 @@ CANDIDATES = [
 ]
 
 
+def repair(
+    tmp_path: Path, repo: Path, task: str, candidates: list[str], *, runtime: str = "runc"
+) -> RunResult:
+    """``task`` on ``repo`` by the repair strategy, ``candidates`` the model's exact replies,
+    one round of as many candidates as there are replies."""
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"steps": [{"raw": text} for text in candidates]}))
+    return run_task(
+        RunConfig(
+            task=task,
+            repo=repo,
+            provider="scripted",
+            provider_options=PlanOptions(plan_path=str(plan)),
+            strategy="repair",
+            repair=RepairOptions(candidates=len(candidates), rounds=0),
+            runtime=runtime,  # type: ignore[arg-type]
+            trace_dir=tmp_path / "runs",
+        )
+    )
+
+
 @pytest.mark.parametrize("runtime", ["runc", "runsc"])
 def test_scripted_candidates_are_tested_in_verified_sandboxes(tmp_path: Path, runtime: str) -> None:
     from sandbox_agent.evidence import verify_run
@@ -35,20 +56,7 @@ def test_scripted_candidates_are_tested_in_verified_sandboxes(tmp_path: Path, ru
     repo.mkdir()
     (repo / "solution.py").write_text(SOLUTION)
     (repo / "test_examples.py").write_text(TESTS)
-    plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({"steps": [{"raw": text} for text in CANDIDATES]}))
-    result = run_task(
-        RunConfig(
-            task="Fix the bug in add.",
-            repo=repo,
-            provider="scripted",
-            provider_options=PlanOptions(plan_path=str(plan)),
-            strategy="repair",
-            repair=RepairOptions(candidates=3, rounds=0),
-            runtime=runtime,  # type: ignore[arg-type]
-            trace_dir=tmp_path / "runs",
-        )
-    )
+    result = repair(tmp_path, repo, "Fix the bug in add.", CANDIDATES, runtime=runtime)
     assert result.status == "SUCCEEDED", result.reason
     assert [c.outcome for c in result.candidates] == ["refused", "failed", "passed"]
     failed = result.candidates[1]
@@ -91,19 +99,7 @@ def test_tests_the_bug_makes_run_out_of_memory_are_repaired(tmp_path: Path) -> N
     repo.mkdir()
     (repo / "solution.py").write_text(ENDLESS)
     (repo / "test_examples.py").write_text(ENDLESS_TESTS)
-    plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({"steps": [{"raw": ENDLESS_FIXED}]}))
-    result = run_task(
-        RunConfig(
-            task="Fix the bug in odd_collatz.",
-            repo=repo,
-            provider="scripted",
-            provider_options=PlanOptions(plan_path=str(plan)),
-            strategy="repair",
-            repair=RepairOptions(candidates=1, rounds=0),
-            trace_dir=tmp_path / "runs",
-        )
-    )
+    result = repair(tmp_path, repo, "Fix the bug in odd_collatz.", [ENDLESS_FIXED])
     runs = [c for c in result.tool_calls if c.tool == "run_tests"]
     assert runs[0].result["status"] == "oom_killed"
     assert result.status == "SUCCEEDED", result.reason

@@ -223,18 +223,23 @@ def test_the_default_strategy_depends_on_the_provider(provider: str) -> None:
     assert strategy_for(argparse.Namespace(strategy="tools", provider=provider)) == "tools"
 
 
-def test_tests_that_time_out_are_repaired_from_what_the_test_modules_import(
-    tmp_path: Path,
-) -> None:
-    timed_out = SandboxResult(
-        status="timeout",
-        reason="the test command ran past 10 s",
-        started=True,
+def ended(status: str, reason: str, *, started: bool = True) -> SandboxResult:
+    """A sandbox run that ended ``status`` with no runner report (attested if started)."""
+    return SandboxResult(
+        status=status,  # type: ignore[arg-type]
+        reason=reason,
+        started=started,
         runtime="runc",
-        attested=True,
+        attested=started,
         output=b"",
         cleanup="removed",
     )
+
+
+def test_tests_that_time_out_are_repaired_from_what_the_test_modules_import(
+    tmp_path: Path,
+) -> None:
+    timed_out = ended("timeout", "the test command ran past 10 s")
     result, _ = run(tmp_path, [FIXED], [timed_out, PASSING])
     assert result.status == "SUCCEEDED", result.reason
     assert [c.outcome for c in result.candidates] == ["passed"]
@@ -254,16 +259,7 @@ def test_tests_the_bug_makes_run_out_of_a_limit_are_repaired(
     # HumanEvalFix row 123 (2026-12-04): a loop that never ends but appends filled the
     # memory, and the run stopped before the first model call: "the visible tests did not
     # run to an end". A limit the code under test runs into is its failure, as a timeout is.
-    stopped = SandboxResult(
-        status=status,  # type: ignore[arg-type]
-        reason=reason,
-        started=True,
-        runtime="runc",
-        attested=True,
-        output=b"",
-        cleanup="removed",
-    )
-    result, _ = run(tmp_path, [FIXED], [stopped, PASSING])
+    result, _ = run(tmp_path, [FIXED], [ended(status, reason), PASSING])
     assert result.status == "SUCCEEDED", result.reason
     assert [c.outcome for c in result.candidates] == ["passed"]
 
@@ -272,15 +268,7 @@ def test_tests_the_bug_makes_run_out_of_a_limit_are_repaired(
 def test_visible_tests_the_sandbox_could_not_run_stop_before_the_first_model_call(
     tmp_path: Path, status: str
 ) -> None:
-    unrun = SandboxResult(
-        status=status,  # type: ignore[arg-type]
-        reason="the sandbox could not be verified",
-        started=False,
-        runtime="runc",
-        attested=False,
-        output=b"",
-        cleanup="removed",
-    )
+    unrun = ended(status, "the sandbox could not be verified", started=False)
     result, _ = run(tmp_path, [FIXED], [unrun, unrun])  # the visible run, the final run
     assert result.status != "SUCCEEDED"
     assert result.candidates == []  # no model call: nothing a candidate could be checked by
