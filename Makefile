@@ -17,7 +17,7 @@ SOAK_RUNS := $(if $(filter command line environment,$(origin RUNS)),$(RUNS),5)
 export DOCKER_API_VERSION := 1.41
 
 .PHONY: help setup venv docker image image-online demo test test-soak check fmt bench stress browser \
-        adversarial-report regression-evidence live-smoke clean model eval-local viewer-screenshots \
+        adversarial-report regression-evidence live-smoke clean model eval-local localise-recall viewer-screenshots \
         cluster-up cluster-down
 
 help:
@@ -92,6 +92,9 @@ test-soak: setup browser model
 HEF ?= odd
 eval-local: setup model
 	$(PY) -m devtools.eval_local --humanevalfix $(HEF) $(if $(FRESH),--fresh) $(if $(STAGES),--stages $(STAGES))
+
+localise-recall: setup
+	$(PY) -m devtools.localise_recall $(if $(TASKS),--tasks $(TASKS)) $(if $(EXCLUDE),--exclude $(EXCLUDE))
 
 check: venv
 	.venv/bin/ruff check src tests benchmarks scripts devtools

@@ -63,10 +63,17 @@ def test_every_prompt_is_in_the_prompts_module_and_names_no_task() -> None:
 
 def test_templates_fill_with_their_fields_only() -> None:
     filled = prompts.REPAIR_TASK.format(
-        task="t", failure="f", tests="", targets="x", editable="e.py", what="function `g`"
+        task="t", failure="f", tests="", targets="x", editable="e.py", what="function `g`", only=""
     )
     assert "{" not in filled.replace("{}", "")
     assert prompts.what_to_write(["a", "b", "a"]) == "functions `a` and `b`"
+
+
+def test_several_functions_shown_are_asked_for_only_as_changed() -> None:
+    # a model shown three functions wrote all three back, two unchanged, or all unchanged
+    assert prompts.only_changed(["a", "a"]) == ""
+    assert prompts.only_changed(["a", "B.c"]) == prompts.REPAIR_ONLY_CHANGED
+    assert "only those you change" in prompts.REPAIR_ONLY_CHANGED
 
 
 def test_each_tool_example_is_a_valid_call_of_its_tool() -> None:

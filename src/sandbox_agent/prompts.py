@@ -36,7 +36,7 @@ The code to fix:
 {targets}
 You may edit: {editable}. You may not edit tests, test configuration or dependency files.
 
-Reply with the complete fixed {what} in one ```python code block.
+Reply with the complete fixed {what}{only} in one ```python code block.
 """
 
 REPAIR_FEEDBACK = """\
@@ -44,13 +44,19 @@ With that code, the tests still fail:
 ```text
 {failure}
 ```
-Reply with the complete corrected {what} in one ```python code block.
+Reply with the complete corrected {what}{only} in one ```python code block.
 """
 
 REPAIR_REFUSED = """\
 That reply could not be used: {why}
-Reply with the complete fixed {what} in one ```python code block.
+Reply with the complete fixed {what}{only} in one ```python code block.
 """
+
+REPAIR_ONLY_CHANGED = (
+    " (only those you change, each whole: leave out the ones you keep as they are)"
+)
+"""Said after several functions' names: a reply that writes back every function shown,
+unchanged but for one, was the commonest useless candidate when several were shown."""
 
 ANSWER_SYSTEM = (
     "You are a careful software engineer answering a question about a Python repository. "
@@ -197,6 +203,11 @@ def fenced(header: str, code: str, language: str = "python") -> str:
     """``code`` in a fenced block, its header (``path, lines a-b``) as a comment line."""
     body = code if code.endswith("\n") else code + "\n"
     return f"```{language}\n# {header}\n{body}```\n"
+
+
+def only_changed(names: Iterable[str]) -> str:
+    """``REPAIR_ONLY_CHANGED`` when more than one function is shown, else nothing."""
+    return REPAIR_ONLY_CHANGED if len(set(names)) > 1 else ""
 
 
 def what_to_write(names: Iterable[str]) -> str:

@@ -416,7 +416,8 @@ def test_what_the_model_is_shown_of_a_class(tmp_path: Path) -> None:
     assert "# paginator/core.py, lines 6-8, in class Paginator\n    @property\n" in shown
     assert "You may edit: paginator/core.py." in shown
     assert shown.rstrip().endswith(
-        "methods `Paginator.page_count` and `Paginator.__init__` in one ```python code block."
+        "methods `Paginator.page_count` and `Paginator.__init__` (only those you change, each "
+        "whole: leave out the ones you keep as they are) in one ```python code block."
     )
 
 

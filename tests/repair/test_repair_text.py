@@ -191,3 +191,20 @@ def test_edit_for_is_the_smallest_unique_change() -> None:
     assert old.replace(edit.old, edit.new, 1) == new
     assert edit_for("a\n", "a\nb\n").old == "a\n"
     assert edit_for("same\n", "other\n") == ("same\n", "other\n")
+
+
+def test_a_class_header_with_type_parameters_lends_its_methods() -> None:
+    # Python 3.12's ``class C[T]:``, which a small model writes around the method it fixes
+    # and 3.11 does not parse: the method is taken, the header never is
+    module = (
+        "from typing import Generic, TypeVar\n\nT = TypeVar('T')\n\n\n"
+        "class Box(Generic[T]):\n    def size(self) -> int:\n        return 0\n"
+    )
+    site = function_named("box.py", module, "Box.size")
+    assert site is not None
+    reply = "```python\nclass Box[T]:\n    def size(self) -> int:\n        return 1\n```"
+    spliced = splice(module, [site], reply)
+    assert "class Box(Generic[T]):\n    def size(self) -> int:\n        return 1\n" in spliced.text
+    with pytest.raises(Refused) as refused:
+        splice(module, [site], "```python\nclass Box[T]:\n    def size(self) -> int\n```")
+    assert refused.value.code == "syntax"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from sandbox_agent import prompts
 from sandbox_agent.controller import records
 from sandbox_agent.errors import ToolDenied
-from sandbox_agent.repair.failures import failure_text, frames
+from sandbox_agent.repair.failures import failure_text, frames, missing_attributes
 from sandbox_agent.repair.localise import Context, localise
 from sandbox_agent.tools.toolbox import ToolBox
 
@@ -34,6 +34,7 @@ def localise_run(toolbox: ToolBox, output: str) -> Context:
         lambda path: read_text(toolbox, path),
         lambda path: protected(path) is not None,
         tests,
+        missing_attributes(output),
     )
 
 
@@ -48,6 +49,7 @@ def repair_prompt(task: str, output: str, context: Context) -> str:
         targets="".join(prompts.fenced(s.header(), s.source) for s in context.targets),
         editable=", ".join(dict.fromkeys(s.path for s in context.targets)),
         what=prompts.what_to_write(s.qualname for s in context.targets),
+        only=prompts.only_changed(s.qualname for s in context.targets),
     )
 
 

@@ -159,11 +159,12 @@ class _Repair:
         assert self.search is not None  # noqa: S101 - set by _run
         options = self.options
         what = prompts.what_to_write(s.qualname for s in targets)
+        only = prompts.only_changed(s.qualname for s in targets)
         history: list[Exchange] = []
         for round_ in range(options.rounds + 1):
             count = options.candidates if round_ == 0 else options.round_candidates
             if round_ > 0:
-                history = self._feedback(what)
+                history = self._feedback(what, only)
                 if not history:
                     break
             for slot in range(count):
@@ -304,7 +305,7 @@ class _Repair:
             search.current.update(texts)
         return outcome
 
-    def _feedback(self, what: str) -> list[Exchange]:
+    def _feedback(self, what: str, only: str) -> list[Exchange]:
         """The next round's history: the best failing candidate and its failure, else the
         last unusable reply and why; empty when there is neither."""
         search = self.search
@@ -313,13 +314,16 @@ class _Repair:
             best = max(search.tried, key=lambda tried: tried.score)
             output = best.run.sandbox.output.decode("utf-8", errors="replace")
             feedback = prompts.REPAIR_FEEDBACK.format(
-                failure=failure_text(output, FAILURE_CHARS), what=what
+                failure=failure_text(output, FAILURE_CHARS), what=what, only=only
             )
             return [Exchange(reply=best.reply, observation=feedback)]
         if search.last_refusal is not None:
             reply, why = search.last_refusal
             return [
-                Exchange(reply=reply, observation=prompts.REPAIR_REFUSED.format(why=why, what=what))
+                Exchange(
+                    reply=reply,
+                    observation=prompts.REPAIR_REFUSED.format(why=why, what=what, only=only),
+                )
             ]
         return []
 

@@ -9,6 +9,7 @@ functions of text and syntax trees, each testable on its own:
     localise   frames + the repository's files -> the functions to edit, the tests to show
     imports    a test module's imports -> where each name is defined (re-exports followed)
     members    an imported class + what the failing test reads -> the methods to show
-    splice     a model's reply -> code blocks -> the module with its functions replaced,
-               and the smallest unique edit that makes that change (for ``apply_patch``)
+    replies    a model's reply -> its code blocks, split at headers, dedented, parsed
+    splice     those blocks -> the module with its functions replaced
+    edits      the smallest unique edit that makes that change (for ``apply_patch``)
 """

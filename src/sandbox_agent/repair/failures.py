@@ -13,10 +13,16 @@ from typing import NamedTuple
 WORKSPACE_PREFIX = "/workspace/"
 """Where the sandbox mounts the repository (``sandbox.docker.spec.WORKSPACE_TARGET``)."""
 MAX_FRAMES = 200
+MAX_MISSING = 5
 _PYTHON_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
 _PYTEST_FRAME = re.compile(r"^(?P<path>[^\s:]+\.py):(?P<line>\d+):(?: in (?P<func>\S+)| \w+)?\s*$")
 _UNITTEST_HEAD = re.compile(r"^(?:FAIL|ERROR): ")
 _RULE = re.compile(r"^(?:=|-|_){20,}")
+_TRACEBACK_START = re.compile(
+    r"^(?:Traceback \(most recent call last\):|(?:FAIL|ERROR): |_{3,} .+ _{3,}$)"
+)
+"""A line that begins a new traceback: Python's own, unittest's failure header, a pytest
+failure section's title."""
 
 
 class Frame(NamedTuple):
@@ -26,6 +32,9 @@ class Frame(NamedTuple):
     """Relative to the repository root, ``/``-separated."""
     line: int
     function: str
+    traceback: int = 0
+    """Which traceback of the output it is in (0 the first): a failure's frames are printed
+    outermost first, each failure and each chained exception its own traceback."""
 
 
 def repo_path(path: str) -> str | None:
@@ -43,17 +52,37 @@ def repo_path(path: str) -> str | None:
 def frames(output: str) -> list[Frame]:
     """Every traceback frame in ``output`` that points into the repository, in order."""
     found: list[Frame] = []
+    traceback, fresh = 0, False
     for line in output.splitlines():
+        if _TRACEBACK_START.match(line):
+            fresh = True
+            continue
         match = _PYTHON_FRAME.match(line) or _PYTEST_FRAME.match(line)
         if match is None:
             continue
         path = repo_path(match["path"])
         if path is None:
             continue
-        found.append(Frame(path, int(match["line"]), match["func"] or ""))
+        if fresh and found:
+            traceback += 1
+        fresh = False
+        found.append(Frame(path, int(match["line"]), match["func"] or "", traceback))
         if len(found) >= MAX_FRAMES:
             break
     return found
+
+
+_NO_ATTRIBUTE = re.compile(
+    r"AttributeError: '(?P<owner>[A-Za-z_][A-Za-z0-9_]*)' object has no attribute "
+    r"'(?P<attribute>[A-Za-z_][A-Za-z0-9_]*)'"
+)
+
+
+def missing_attributes(output: str) -> list[tuple[str, str]]:
+    """``(class, attribute)`` of each ``AttributeError: 'C' object has no attribute 'a'``
+    in ``output``, first seen first: the code that should have set it is a suspect."""
+    found = ((m["owner"], m["attribute"]) for m in _NO_ATTRIBUTE.finditer(output))
+    return list(dict.fromkeys(found))[:MAX_MISSING]
 
 
 def failure_text(output: str, limit: int) -> str:

@@ -1,7 +1,11 @@
 """From a failing run to what the model is shown: the functions to fix, the tests to read.
 
 1. Traceback frames in files the policy lets the model edit name their enclosing
-   function (by ``ast``): those are the targets.
+   function (by ``ast``): those are the targets, the innermost first (where the failure
+   was raised; every failing test's innermost before any test's next one out). An
+   ``AttributeError: 'C' object has no attribute 'a'`` adds, second, where ``C`` sets
+   ``self.a`` (else its ``__init__``, own or inherited: the statement that set it may be
+   the bug). Room left goes to what the targets call in their own file.
 2. Frames in protected files (tests) name the failing test's function: shown read-only.
 3. When no frame reaches editable code (an ``assert f(x) == y`` fails in the test
    itself), what the failing tests' modules import from editable modules is: followed
@@ -21,7 +25,7 @@ from typing import NamedTuple
 
 from sandbox_agent.repair.failures import Frame
 from sandbox_agent.repair.imports import Protected, Read, Resolver, imported, parse
-from sandbox_agent.repair.members import SETUPS, mentions, ranked
+from sandbox_agent.repair.members import SETUPS, mentions, methods, ranked
 
 MAX_TARGETS = 3
 MAX_TESTS = 3
@@ -111,6 +115,104 @@ def function_named(path: str, text: str, qualname: str) -> Site | None:
     return None
 
 
+def _first(most: int, sites: list[Site]) -> tuple[Site, ...]:
+    """The first ``most`` distinct functions of ``sites``, in order."""
+    unique: dict[tuple[str, str], Site] = {}
+    for site in sites:
+        unique.setdefault((site.path, site.qualname), site)
+    return tuple(unique.values())[:most]
+
+
+def innermost_first(frames: list[Frame]) -> list[Frame]:
+    """Frames by depth from where each traceback ended, then by traceback: every failure's
+    innermost frame (where it was raised) before any failure's next one out."""
+    chains: dict[int, list[Frame]] = {}
+    for frame in frames:
+        chains.setdefault(frame.traceback, []).append(frame)
+    by_depth = [
+        (depth, order, frame)
+        for order, chain in enumerate(chains.values())
+        for depth, frame in enumerate(reversed(chain))
+    ]
+    return [frame for _, _, frame in sorted(by_depth, key=lambda item: item[:2])]
+
+
+def initialisers(
+    missing: list[tuple[str, str]], paths: list[str], read: Read, protected: Protected
+) -> list[Site]:
+    """For each ``(class, attribute)`` an ``AttributeError`` says is missing, where the
+    class (found from the failing frames' files) should have set it: the methods of the
+    class and its bases that assign ``self.attribute``, else the ``__init__`` it has or
+    inherits (the statement that set it may be the one the bug removed)."""
+    resolver = Resolver(read, protected)
+    sites: list[Site] = []
+    for owner, attribute in missing:
+        for path in paths:
+            found = resolver.find(path, owner)
+            if found is None or not isinstance(found.node, ast.ClassDef):
+                continue
+            every = methods(found, resolver)
+            setters = [m for m in every if _assigns(m.node, attribute)]
+            setters = setters or [m for m in every if m.name == "__init__"]
+            for method in setters:
+                site = function_named(method.path, read(method.path) or "", method.qualname)
+                if site is not None:
+                    sites.append(site)
+            break
+    return sites
+
+
+def _assigns(node: ast.AST, attribute: str) -> bool:
+    """Whether ``node`` assigns ``self.attribute`` (or ``cls.attribute``)."""
+    for found in ast.walk(node):
+        if (
+            isinstance(found, ast.Attribute)
+            and isinstance(found.ctx, ast.Store)
+            and found.attr == attribute
+            and isinstance(found.value, ast.Name)
+            and found.value.id in ("self", "cls")
+        ):
+            return True
+    return False
+
+
+def callees(site: Site, text: str) -> list[Site]:
+    """What ``site`` calls or reads in its own file, in the order it does: methods of its
+    class through ``self``/``cls`` (a property read too), the module's functions by name,
+    a class's ``__init__`` when it calls the class. The value that made it fail often
+    came from one of them."""
+    tree = parse(text)
+    if tree is None:
+        return []
+    defs = dict(_defs(tree))
+    classes = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+    node = defs.get(site.qualname)
+    if node is None:
+        return []
+    owner, dot, _ = site.qualname.rpartition(".")
+    wanted: list[tuple[int, int, str]] = []
+    for found in ast.walk(node):
+        if (
+            dot
+            and isinstance(found, ast.Attribute)
+            and isinstance(found.value, ast.Name)
+            and found.value.id in ("self", "cls")
+        ):
+            wanted.append((found.lineno, found.col_offset, f"{owner}.{found.attr}"))
+        elif isinstance(found, ast.Call) and isinstance(found.func, ast.Name):
+            name = found.func.id
+            called = f"{name}.__init__" if name in classes else name
+            wanted.append((found.lineno, found.col_offset, called))
+    sites: list[Site] = []
+    for qualname in dict.fromkeys(name for *_, name in sorted(wanted)):
+        if qualname == site.qualname or qualname not in defs:
+            continue
+        found_site = _site(site.path, text, qualname, defs[qualname])
+        if found_site is not None:
+            sites.append(found_site)
+    return sites
+
+
 def imported_targets(
     test_text: str, read: Read, protected: Protected, test_path: str = ""
 ) -> list[tuple[str, str]]:
@@ -170,11 +272,15 @@ def _imported_sites(
 
 
 def localise(
-    frames: list[Frame], read: Read, protected: Protected, test_files: tuple[str, ...] = ()
+    frames: list[Frame],
+    read: Read,
+    protected: Protected,
+    test_files: tuple[str, ...] = (),
+    missing: list[tuple[str, str]] | None = None,
 ) -> Context:
     """The functions to fix and the failing tests to show, from a failing run's frames
-    (``test_files``: the test modules, for a run that left none)."""
-    targets: dict[tuple[str, str], Site] = {}
+    (``test_files``: the test modules, for a run that left none; ``missing``: the
+    ``(class, attribute)`` its ``AttributeError``s name, ``failures.missing_attributes``)."""
     tests: dict[tuple[str, str], Site] = {}
     texts: dict[str, str | None] = {}
 
@@ -183,19 +289,23 @@ def localise(
             texts[path] = read(path)
         return texts[path]
 
-    for frame in frames:
+    def site_of(frame: Frame) -> Site | None:
         text = text_of(frame.path)
-        if text is None:
-            continue
-        site = function_at(frame.path, text, frame.line)
-        if site is None:
-            continue
-        into = tests if protected(frame.path) else targets
-        limit = MAX_TESTS if into is tests else MAX_TARGETS
-        if len(into) < limit:
-            into.setdefault((site.path, site.qualname), site)
-    if targets:
-        return Context(tuple(targets.values()), tuple(tests.values()))
+        return None if text is None else function_at(frame.path, text, frame.line)
+
+    for frame in frames:
+        if protected(frame.path) and (site := site_of(frame)) and len(tests) < MAX_TESTS:
+            tests.setdefault((site.path, site.qualname), site)
+    editable = innermost_first([frame for frame in frames if not protected(frame.path)])
+    raised = [site for frame in editable if (site := site_of(frame)) is not None]
+    if raised:
+        paths = list(dict.fromkeys(frame.path for frame in editable))
+        setters = initialisers(missing or [], paths, text_of, protected)
+        # where it was raised, then where a missing attribute should have been set, then
+        # the frames further out; then what those call, while there is room
+        targets = _first(MAX_TARGETS, [raised[0], *setters, *raised[1:]])
+        called = [callee for site in targets for callee in callees(site, text_of(site.path) or "")]
+        return Context(_first(MAX_TARGETS, [*targets, *called]), tuple(tests.values()))
     failing = [site.path for site in tests.values()] or list(test_files[:MAX_TESTS])
     searched = tuple(dict.fromkeys(failing))
     found = _imported_sites(searched, list(tests.values()), text_of, protected)

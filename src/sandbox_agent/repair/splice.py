@@ -13,23 +13,21 @@ nothing. The change then goes through ``apply_patch`` like any edit (``repair.ed
 from __future__ import annotations
 
 import ast
-import re
 import textwrap
 from collections.abc import Callable
 from typing import Literal, NamedTuple
 
 from sandbox_agent.repair.imports import UNPARSABLE, parse
 from sandbox_agent.repair.localise import Site
-
-CODE_BLOCK = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\r?\n(.*?)```", re.DOTALL)
-HEADER = re.compile(
-    r"\A\s*#[ \t]*(?P<path>[^,\n]+), lines [0-9]+-[0-9]+"
-    r"(?:, in class (?P<owner>[A-Za-z_][A-Za-z0-9_]*))?(?P<rest>[^\n]*)\n"
+from sandbox_agent.repair.replies import (
+    OPEN_BLOCK,
+    code_blocks,
+    header,
+    indent_of,
+    nearest,
+    parsed,
 )
-"""The header ``prompts.fenced`` shows a function under (``# path, lines a-b`` and
-``, in class Cart`` for a method), which a model often writes back: a block under it is
-for that file, and its bare ``def``s are that class's methods."""
-OPEN_BLOCK = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\r?\n(.*)\Z", re.DOTALL)
+
 RefusalCode = Literal["no_code", "cut_off", "syntax", "wrong_function", "no_change"]
 
 
@@ -49,68 +47,6 @@ class Spliced(NamedTuple):
     """The functions replaced or added, by name."""
     code: str
     """The code block the functions came from."""
-
-
-HEADER_LINE = re.compile(r"^[ \t]*#[ \t]*[^,\n]+, lines [0-9]+-[0-9]+")
-
-
-def code_blocks(reply: str) -> list[str]:
-    """The fenced code blocks of ``reply``, each split at the headers it holds, dedented;
-    a reply of bare code is its own block."""
-    blocks = [part for block in CODE_BLOCK.findall(reply) for part in _at_headers(block)]
-    if blocks:
-        return blocks
-    if "```" not in reply and parse(dedent(reply)) is not None:
-        return [dedent(reply)]
-    return []
-
-
-def _at_headers(block: str) -> list[str]:
-    """``block`` split before each header line (``HEADER``), each part dedented on its
-    own: a model writes several functions shown under their headers in one block, an
-    import at column 0 before a method indented as in its class."""
-    parts: list[list[str]] = [[]]
-    for line in block.splitlines(keepends=True):
-        if HEADER_LINE.match(line) and any(text.strip() for text in parts[-1]):
-            parts.append([])
-        parts[-1].append(line)
-    return [dedent("".join(part)) for part in parts if any(text.strip() for text in part)]
-
-
-def dedent(code: str) -> str:
-    """``code`` without the margin its code lines share. Unlike ``textwrap.dedent``, a
-    comment line does not count: the prompt shows a method indented as in its class under
-    a header comment at column 0, and a model writes it back the same way. A comment left
-    of the margin is moved to it."""
-    lines = code.splitlines(keepends=True)
-    margins = [
-        _indent_of(line) for line in lines if line.strip() and not line.lstrip().startswith("#")
-    ]
-    margin = min(margins, key=len, default="")
-    while not all(other.startswith(margin) for other in margins):
-        margin = margin[:-1]  # tabs and spaces mixed: only what every line shares
-    if not margin:
-        return textwrap.dedent(code)
-    return "".join(
-        line[len(margin) :] if line.startswith(margin) else line.lstrip(" \t") for line in lines
-    )
-
-
-class Header(NamedTuple):
-    path: str
-    owner: str | None
-
-
-def header(code: str) -> Header | None:
-    """The header comment ``code`` starts with (``HEADER``), if it has one."""
-    found = HEADER.match(code)
-    return Header(found["path"].strip(), found["owner"]) if found else None
-
-
-def _nearest(code: str, line: int) -> str:
-    lines = code.splitlines()
-    low, high = max(line - 3, 0), min(line + 1, len(lines))
-    return "\n".join(f"{n + 1:4d} | {lines[n]}" for n in range(low, high))
 
 
 def _top_defs(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -199,11 +135,12 @@ def usable_blocks(
     elsewhere: list[Block] = []
     imports: list[Block] = []
     problem: Refused | None = None
-    for code in reversed(blocks):
+    for block_code in reversed(blocks):
+        code = block_code
         try:
-            tree = ast.parse(code)
+            code, tree = parsed(block_code)
         except SyntaxError as error:
-            where = _nearest(code, error.lineno or 1)
+            where = nearest(code, error.lineno or 1)
             problem = problem or Refused(
                 "syntax", f"the code does not parse: {error.msg} at line {error.lineno}:\n{where}"
             )
@@ -233,10 +170,6 @@ def usable_blocks(
         return [*imports, *usable][::-1]
     assert problem is not None  # noqa: S101 - at least one block was looked at
     raise problem
-
-
-def _indent_of(line: str) -> str:
-    return line[: len(line) - len(line.lstrip())]
 
 
 def _source(code_lines: list[str], node: ast.AST, indent: str) -> list[str]:
@@ -313,7 +246,7 @@ def splice(module: str, targets: list[Site], reply: str, *, truncated: bool = Fa
         )
         if piece is None:
             continue
-        indent = _indent_of(lines[site.start - 1])
+        indent = indent_of(lines[site.start - 1])
         new = _source(piece[1], piece[0], indent)
         matched += 1
         if new != lines[site.start - 1 : site.end]:  # written back unchanged: not counted

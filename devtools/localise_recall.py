@@ -1,0 +1,120 @@
+"""How often the repair strategy's localisation shows the model the function a bug is in.
+
+``python -m devtools.localise_recall [--tasks FILE] [--exclude FILE]``: for each task of a
+realrepos task file (the committed one by default), the project's suite runs on the
+buggy tree in the sandbox, as a run's first ``run_tests`` does; ``repair.localise`` reads
+that output with the policy a run would have; the task's function is found among the
+targets shown, or not. No model is involved: it measures one step of the strategy
+against the task file's ground truth, and prints each task's targets and the recall.
+
+Develop against a task file made with another seed (``python -m
+sandbox_agent.evals.realrepos.build --seed 18 --out FILE``) and ``--exclude`` the
+committed one, so that what is reported (the committed 39) is not what was tuned on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from sandbox_agent.deps import prepare_environment
+from sandbox_agent.evals.realrepos import fetch
+from sandbox_agent.evals.realrepos.suite import buggy_text
+from sandbox_agent.evals.realrepos.taskfile import TASK_FILE, RealTask, TaskFile, load
+from sandbox_agent.policy import Policy, runner_command
+from sandbox_agent.repair.failures import frames, missing_attributes
+from sandbox_agent.repair.localise import Context, localise
+from sandbox_agent.sandbox.base import SandboxBackend, SandboxLimits, SandboxRequest
+
+TIMEOUT_S = 120.0
+
+
+def _files(tree: Path) -> list[str]:
+    return sorted(
+        str(path.relative_to(tree))
+        for path in tree.rglob("*.py")
+        if path.is_file() and not any(part.startswith(".") for part in path.parts)
+    )
+
+
+def context_for(
+    backend: SandboxBackend, task_file: TaskFile, task: RealTask, pristine: Path, scratch: Path
+) -> tuple[Context, str]:
+    """What the repair strategy would show for ``task``, and the run's output."""
+    project = task_file.project(task.project)
+    tree = scratch / task.id
+    shutil.copytree(pristine, tree)
+    (tree / task.path).write_text(buggy_text(pristine, task), encoding="utf-8")
+    environment = prepare_environment(pristine)
+    command = runner_command(project.runner)
+    result = backend.run(
+        SandboxRequest(
+            argv=command.argv,
+            workspace=tree,
+            workload_env=command.workload_env,
+            limits=SandboxLimits(timeout_s=TIMEOUT_S),
+            environment=None if environment is None else environment.mount(),
+        )
+    )
+    output = result.output.decode("utf-8", errors="replace")
+    policy = Policy.for_repo(tree, runner=project.runner)
+    protected = policy.protected_reason
+    tests = tuple(f for f in _files(tree) if protected(f) is not None)
+
+    def read(path: str) -> str | None:
+        try:
+            return (tree / path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    context = localise(
+        frames(output),
+        read,
+        lambda path: protected(path) is not None,
+        tests,
+        missing_attributes(output),
+    )
+    return context, output
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m devtools.localise_recall")
+    parser.add_argument("--tasks", type=Path, default=TASK_FILE, help="a realrepos task file")
+    parser.add_argument(
+        "--exclude",
+        type=Path,
+        default=None,
+        help="skip tasks whose project, path and function are in this task file",
+    )
+    args = parser.parse_args(argv)
+    from sandbox_agent.sandbox.docker.docker_backend import DockerBackend
+
+    task_file = load(args.tasks)
+    excluded: set[tuple[str, str, str]] = set()
+    if args.exclude is not None:
+        excluded = {(t.project, t.path, t.function) for t in load(args.exclude).tasks}
+    tasks = [t for t in task_file.tasks if (t.project, t.path, t.function) not in excluded]
+    backend = DockerBackend()
+    trees = {p.name: fetch.pristine_tree(p) for p in task_file.projects}
+    hits = 0
+    with tempfile.TemporaryDirectory(prefix="sandbox-agent-recall-") as scratch:
+        for task in tasks:
+            context, _ = context_for(backend, task_file, task, trees[task.project], Path(scratch))
+            shown = [site.qualname for site in context.targets if site.path == task.path]
+            hit = task.function in shown
+            hits += hit
+            print(
+                f"{'hit ' if hit else 'miss'} {task.id} {task.kind} {task.path}:{task.function}"
+                f" <- {', '.join(f'{s.path}:{s.qualname}' for s in context.targets) or '-'}"
+            )
+    print(
+        f"recall {hits}/{len(tasks)} ({args.tasks}, excluded {len(task_file.tasks) - len(tasks)})"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
