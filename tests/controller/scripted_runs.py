@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from repo_files import write_files
 from sandbox_agent.controller import Budgets, RunConfig
 from sandbox_agent.providers.options import PlanOptions
 
@@ -19,11 +20,7 @@ BUGGY_ADD = "def add(a, b):\n    return a - b\n"
 
 def make_repo(root: Path, files: dict[str, str]) -> Path:
     """``files`` (relative path -> text) written under ``root``; ``root`` returned."""
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
+    return write_files(root, files)
 
 
 def create(path: str, text: str) -> dict[str, Any]:

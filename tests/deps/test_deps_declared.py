@@ -6,22 +6,15 @@ from pathlib import Path
 
 import pytest
 
+from repo_files import write_files
 from sandbox_agent.deps.declared import read_declaration
 from sandbox_agent.deps.environment import prepare_environment
 from sandbox_agent.deps.requirements import logical_lines
 from sandbox_agent.errors import DependencyError
 
 
-def _repo(tmp_path: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return tmp_path
-
-
 def test_pyproject_dependencies_test_extras_and_groups(tmp_path: Path) -> None:
-    repo = _repo(
+    repo = write_files(
         tmp_path,
         {
             "pyproject.toml": """
@@ -53,7 +46,7 @@ dev = ["black"]
 
 
 def test_dev_counts_only_when_there_is_no_test_extra_or_group(tmp_path: Path) -> None:
-    repo = _repo(
+    repo = write_files(
         tmp_path,
         {"pyproject.toml": '[project]\nname = "x"\n[dependency-groups]\ndev = ["pytest-mock"]\n'},
     )
@@ -61,7 +54,7 @@ def test_dev_counts_only_when_there_is_no_test_extra_or_group(tmp_path: Path) ->
 
 
 def test_setup_cfg_and_requirement_files(tmp_path: Path) -> None:
-    repo = _repo(
+    repo = write_files(
         tmp_path,
         {
             "setup.cfg": "[options]\ninstall_requires =\n    six>=1\n    # a comment\n"
@@ -86,13 +79,13 @@ def test_setup_cfg_and_requirement_files(tmp_path: Path) -> None:
 
 def test_hashed_lines_are_kept_for_the_resolution(tmp_path: Path) -> None:
     digest = "a" * 64
-    repo = _repo(tmp_path, {"requirements.txt": f"Six==1.16.0 --hash=sha256:{digest}\n"})
+    repo = write_files(tmp_path, {"requirements.txt": f"Six==1.16.0 --hash=sha256:{digest}\n"})
     declaration = read_declaration(repo)
     assert declaration.pinned_hashes == (("six", "requirements.txt:1", (digest,)),)
 
 
 def test_a_lock_is_the_whole_environment(tmp_path: Path) -> None:
-    repo = _repo(
+    repo = write_files(
         tmp_path,
         {
             "pyproject.toml": '[project]\nname = "x"\ndependencies = ["a"]\n'
@@ -132,7 +125,7 @@ def test_a_lock_is_the_whole_environment(tmp_path: Path) -> None:
 def test_what_is_not_read_is_one_line_naming_it(
     tmp_path: Path, files: dict[str, str], says: str
 ) -> None:
-    repo = _repo(tmp_path, files)
+    repo = write_files(tmp_path, files)
     with pytest.raises(DependencyError) as raised:
         prepare_environment(repo)
     assert raised.value.kind == "declaration"
@@ -141,8 +134,8 @@ def test_what_is_not_read_is_one_line_naming_it(
 
 
 def test_nothing_declared_is_no_environment_and_no_parser(tmp_path: Path) -> None:
-    assert prepare_environment(_repo(tmp_path, {"calc.py": "X = 1\n"})) is None
-    assert prepare_environment(_repo(tmp_path, {"pyproject.toml": "[tool.ruff]\n"})) is None
+    assert prepare_environment(write_files(tmp_path, {"calc.py": "X = 1\n"})) is None
+    assert prepare_environment(write_files(tmp_path, {"pyproject.toml": "[tool.ruff]\n"})) is None
 
 
 def test_requirement_lines_follow_pips_comment_and_continuation_rules() -> None:

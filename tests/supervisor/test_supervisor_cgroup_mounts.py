@@ -4,20 +4,13 @@ from pathlib import Path
 
 import pytest
 
+from repo_files import write_files
 from sandbox_supervisor import cgroup
 from sandbox_supervisor.mounts import covering_mount, parse_mountinfo, tmpfs_size_bytes
 
 
-def _write(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
-
-
 def test_cgroup_v1_with_and_without_swap_accounting(tmp_path: Path) -> None:
-    root = _write(
+    root = write_files(
         tmp_path,
         {
             "memory/memory.limit_in_bytes": "1000\n",
@@ -34,7 +27,7 @@ def test_cgroup_v1_with_and_without_swap_accounting(tmp_path: Path) -> None:
 
 
 def test_cgroup_v2(tmp_path: Path) -> None:
-    root = _write(
+    root = write_files(
         tmp_path,
         {
             "cgroup.controllers": "memory pids\n",

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from supervisor_helpers import Supervised, run_supervised
 
+from repo_files import write_files
 from sandbox_supervisor.run_tests import short_id
 from sandbox_supervisor.runner_report import (
     MAX_COUNT,
@@ -114,21 +115,13 @@ def test_c8_1_a_long_id_is_shortened_the_same_way_every_time() -> None:
     assert short_id("t.py::a") == "t.py::a"
 
 
-def _repo(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
-
-
 def _run(repo: Path, *args: str) -> Supervised:
     argv = [sys.executable, "-I", "-B", "-m", "sandbox_supervisor.run_tests", *args]
     return run_supervised("", argv=argv, cwd=repo, deadline_s=60)
 
 
 def test_c8_1_collect_only_runs_nothing_and_lists_ids_and_broken_modules(tmp_path: Path) -> None:
-    repo = _repo(
+    repo = write_files(
         tmp_path,
         {
             "tests/__init__.py": "",
@@ -154,10 +147,10 @@ def test_c8_1_pytest_collects_no_text_doctest_unless_configured(tmp_path: Path) 
         "test_ok.txt": ">>> 1 + 1\n2\n",
         "test_a.py": "def test_a(): pass\n",
     }
-    run = _run(_repo(tmp_path / "plain", files), "pytest", "--collect-only")
+    run = _run(write_files(tmp_path / "plain", files), "pytest", "--collect-only")
     assert run.exit_report["runner_report"]["ids"] == ["test_a.py::test_a"]
     configured = {**files, "pytest.ini": "[pytest]\naddopts = --doctest-glob=test*.txt\n"}
-    run = _run(_repo(tmp_path / "configured", configured), "pytest", "--collect-only")
+    run = _run(write_files(tmp_path / "configured", configured), "pytest", "--collect-only")
     assert run.exit_report["runner_report"]["ids"] == [
         "test_a.py::test_a",
         "test_ok.txt::test_ok.txt",
@@ -166,11 +159,11 @@ def test_c8_1_pytest_collects_no_text_doctest_unless_configured(tmp_path: Path) 
 
 def test_c8_1_pytest_reports_the_ids_that_ran_and_the_broken_collectors(tmp_path: Path) -> None:
     passing = "import pytest\ndef test_a(): pass\n@pytest.mark.skip\ndef test_s(): pass\n"
-    repo = _repo(tmp_path / "ran", {"conftest.py": "", "test_a.py": passing})
+    repo = write_files(tmp_path / "ran", {"conftest.py": "", "test_a.py": passing})
     report = _run(repo, "pytest").exit_report["runner_report"]
     assert report["mode"] == "run"
     assert report["ids"] == ["test_a.py::test_a", "test_a.py::test_s"]
     broken = {"conftest.py": "", "test_a.py": passing, "test_b.py": "import missing_module\n"}
-    report = _run(_repo(tmp_path / "broken", broken), "pytest").exit_report["runner_report"]
+    report = _run(write_files(tmp_path / "broken", broken), "pytest").exit_report["runner_report"]
     assert report["broken"] == ["test_b.py"]
     assert report["ids"] == []  # pytest runs nothing after a collection error

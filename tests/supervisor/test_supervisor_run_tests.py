@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from supervisor_helpers import Supervised, run_supervised
 
+from repo_files import write_files
 from sandbox_supervisor import protocol
 
 PASSING = "import unittest\nclass T(unittest.TestCase):\n    def test_ok(self): pass\n"
@@ -26,14 +27,6 @@ PYTEST_MIXED = (
 )
 
 
-def _repo(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
-
-
 def _run(repo: Path, *args: str) -> Supervised:
     argv = [sys.executable, "-I", "-B", "-m", "sandbox_supervisor.run_tests", *args]
     return run_supervised("", argv=argv, cwd=repo, deadline_s=60)
@@ -46,7 +39,7 @@ def _counts(run: Supervised) -> dict[str, Any] | None:
 
 
 def test_unittest_passing_suite_exits_0(tmp_path: Path) -> None:
-    run = _run(_repo(tmp_path, {"test_one.py": PASSING}), "unittest")
+    run = _run(write_files(tmp_path, {"test_one.py": PASSING}), "unittest")
     assert run.exit_code == 0
     assert run.exit_report["runner_report"] == {
         "runner": "unittest",
@@ -62,7 +55,7 @@ def test_unittest_passing_suite_exits_0(tmp_path: Path) -> None:
 
 
 def test_unittest_failures_errors_and_skips_are_counted(tmp_path: Path) -> None:
-    repo = _repo(tmp_path, {"tests/test_f.py": FAILING, "tests/test_e.py": ERROR})
+    repo = write_files(tmp_path, {"tests/test_f.py": FAILING, "tests/test_e.py": ERROR})
     (repo / "tests" / "__init__.py").write_text("")
     run = _run(repo, "unittest")
     assert run.exit_code == 1
@@ -70,13 +63,13 @@ def test_unittest_failures_errors_and_skips_are_counted(tmp_path: Path) -> None:
 
 
 def test_unittest_with_no_tests_does_not_pass(tmp_path: Path) -> None:
-    run = _run(_repo(tmp_path, {"util.py": "X = 1\n"}), "unittest")
+    run = _run(write_files(tmp_path, {"util.py": "X = 1\n"}), "unittest")
     assert run.exit_code == 1
     assert _counts(run) == {"tests_run": 0, "failures": 0, "errors": 0, "skipped": 0}
 
 
 def test_unittest_import_error_is_an_error(tmp_path: Path) -> None:
-    run = _run(_repo(tmp_path, {"test_x.py": "import missing_module\n"}), "unittest")
+    run = _run(write_files(tmp_path, {"test_x.py": "import missing_module\n"}), "unittest")
     assert run.exit_code == 1
     counts = _counts(run)
     assert counts is not None
@@ -84,13 +77,13 @@ def test_unittest_import_error_is_an_error(tmp_path: Path) -> None:
 
 
 def test_unittest_selector_runs_one_test(tmp_path: Path) -> None:
-    run = _run(_repo(tmp_path, {"test_f.py": FAILING}), "unittest", "test_f.T.test_ok")
+    run = _run(write_files(tmp_path, {"test_f.py": FAILING}), "unittest", "test_f.T.test_ok")
     assert run.exit_code == 0
     assert _counts(run) == {"tests_run": 1, "failures": 0, "errors": 0, "skipped": 0}
 
 
 def test_unittest_bad_selector_is_an_error(tmp_path: Path) -> None:
-    run = _run(_repo(tmp_path, {"test_f.py": FAILING}), "unittest", "test_f.Nope")
+    run = _run(write_files(tmp_path, {"test_f.py": FAILING}), "unittest", "test_f.Nope")
     assert run.exit_code == 1
     counts = _counts(run)
     assert counts is not None
@@ -99,7 +92,9 @@ def test_unittest_bad_selector_is_an_error(tmp_path: Path) -> None:
 
 def test_a_repository_cannot_shadow_the_wrapper(tmp_path: Path) -> None:
     shadow = "import os\nos.write(3, b'{}')\nos._exit(0)\n"
-    repo = _repo(tmp_path, {"test_one.py": PASSING, "sandbox_supervisor/run_tests.py": shadow})
+    repo = write_files(
+        tmp_path, {"test_one.py": PASSING, "sandbox_supervisor/run_tests.py": shadow}
+    )
     (repo / "sandbox_supervisor" / "__init__.py").write_text("")
     run = _run(repo, "unittest")
     assert run.exit_code == 0
@@ -108,26 +103,26 @@ def test_a_repository_cannot_shadow_the_wrapper(tmp_path: Path) -> None:
 
 def test_a_test_that_exits_early_leaves_no_report(tmp_path: Path) -> None:
     code = "import os, unittest\nclass T(unittest.TestCase):\n    def test(self): os._exit(0)\n"
-    run = _run(_repo(tmp_path, {"test_exit.py": code}), "unittest")
+    run = _run(write_files(tmp_path, {"test_exit.py": code}), "unittest")
     assert run.exit_code == 0
     assert run.exit_report["runner_report"] is None
 
 
 def test_pytest_counts_pass_fail_skip_and_error(tmp_path: Path) -> None:
-    run = _run(_repo(tmp_path, {"test_p.py": PYTEST_MIXED}), "pytest")
+    run = _run(write_files(tmp_path, {"test_p.py": PYTEST_MIXED}), "pytest")
     assert run.exit_code == 1
     assert run.exit_report["runner_report"]["runner"] == "pytest"
     assert _counts(run) == {"tests_run": 4, "failures": 1, "errors": 1, "skipped": 1}
 
 
 def test_pytest_selector_and_pass(tmp_path: Path) -> None:
-    run = _run(_repo(tmp_path, {"test_p.py": PYTEST_MIXED}), "pytest", "test_p.py::test_a")
+    run = _run(write_files(tmp_path, {"test_p.py": PYTEST_MIXED}), "pytest", "test_p.py::test_a")
     assert run.exit_code == 0
     assert _counts(run) == {"tests_run": 1, "failures": 0, "errors": 0, "skipped": 0}
 
 
 def test_pytest_collection_error_is_an_error(tmp_path: Path) -> None:
-    run = _run(_repo(tmp_path, {"test_p.py": "import missing_module\n"}), "pytest")
+    run = _run(write_files(tmp_path, {"test_p.py": "import missing_module\n"}), "pytest")
     assert run.exit_code == 1
     counts = _counts(run)
     assert counts is not None
@@ -160,7 +155,7 @@ TEST_OF_SOURCE = (
 
 
 def test_source_that_replaces_the_unittest_runner_fails_the_run(tmp_path: Path) -> None:
-    repo = _repo(tmp_path, {"lib.py": FAKE_PASS_SOURCE, "test_lib.py": TEST_OF_SOURCE})
+    repo = write_files(tmp_path, {"lib.py": FAKE_PASS_SOURCE, "test_lib.py": TEST_OF_SOURCE})
     run = _run(repo, "unittest")
     assert run.exit_code == 1
     assert _counts(run) == {"tests_run": 1, "failures": 0, "errors": 1, "skipped": 0}
@@ -174,7 +169,7 @@ def test_source_that_replaces_the_runner_under_pytest_fails_the_run(tmp_path: Pa
         "_pytest.runner.call_and_report = lambda *a, **k: None\n"
         "def answer():\n    return 41\n"
     )
-    repo = _repo(tmp_path, {"lib.py": patch_pytest, "test_lib.py": pytest_test})
+    repo = write_files(tmp_path, {"lib.py": patch_pytest, "test_lib.py": pytest_test})
     run = _run(repo, "pytest")
     assert run.exit_code == 1
     assert b"replaced the runner: _pytest.runner.call_and_report" in run.data(protocol.KIND_STDERR)
@@ -182,7 +177,7 @@ def test_source_that_replaces_the_runner_under_pytest_fails_the_run(tmp_path: Pa
 
 def test_an_honest_suite_trips_nothing(tmp_path: Path) -> None:
     honest = "def answer():\n    return 42\n"
-    repo = _repo(tmp_path, {"lib.py": honest, "test_lib.py": TEST_OF_SOURCE})
+    repo = write_files(tmp_path, {"lib.py": honest, "test_lib.py": TEST_OF_SOURCE})
     for runner in ("unittest", "pytest"):
         run = _run(repo, runner)
         assert run.exit_code == 0, run.data(protocol.KIND_STDERR)
@@ -201,7 +196,7 @@ BARE_ASSERTS = (
 
 
 def test_a_bare_failed_comparison_shows_both_sides(tmp_path: Path) -> None:
-    run = _run(_repo(tmp_path, {"test_values.py": BARE_ASSERTS}), "unittest")
+    run = _run(write_files(tmp_path, {"test_values.py": BARE_ASSERTS}), "unittest")
     text = run.data().decode()
     assert "AssertionError: assert double(3) == 6: left is 4, right is 6" in text
     assert "AssertionError: kept as written" in text
