@@ -94,7 +94,7 @@ eval-local: setup model
 	$(PY) -m devtools.eval_local --humanevalfix $(HEF) $(if $(FRESH),--fresh) $(if $(STAGES),--stages $(STAGES))
 
 localise-recall: setup
-	$(PY) -m devtools.localise_recall $(if $(TASKS),--tasks $(TASKS)) $(if $(EXCLUDE),--exclude $(EXCLUDE))
+	$(PY) -m devtools.localise_recall $(foreach t,$(TASKS),--tasks $(t)) $(if $(EXCLUDE),--exclude $(EXCLUDE))
 
 check: venv
 	.venv/bin/ruff check src tests benchmarks scripts devtools

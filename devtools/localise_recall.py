@@ -5,7 +5,8 @@ realrepos task file (the committed one by default), the project's suite runs on 
 buggy tree in the sandbox, as a run's first ``run_tests`` does; ``repair.localise`` reads
 that output with the policy a run would have; the task's function is found among the
 targets shown, or not. No model is involved: it measures one step of the strategy
-against the task file's ground truth, and prints each task's targets and the recall.
+against the task file's ground truth, and prints each task's targets and the recall (a
+nested function counts as shown when the function holding it is).
 
 Develop against a task file made with another seed (``python -m
 sandbox_agent.evals.realrepos.build --seed 18 --out FILE``) and ``--exclude`` the
@@ -82,7 +83,13 @@ def context_for(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m devtools.localise_recall")
-    parser.add_argument("--tasks", type=Path, default=TASK_FILE, help="a realrepos task file")
+    parser.add_argument(
+        "--tasks",
+        type=Path,
+        action="append",
+        help="a realrepos task file (repeatable; default the committed one); a function "
+        "already in an earlier file is skipped",
+    )
     parser.add_argument(
         "--exclude",
         type=Path,
@@ -92,27 +99,35 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from sandbox_agent.sandbox.docker.docker_backend import DockerBackend
 
-    task_file = load(args.tasks)
-    excluded: set[tuple[str, str, str]] = set()
+    seen: set[tuple[str, str, str]] = set()
     if args.exclude is not None:
-        excluded = {(t.project, t.path, t.function) for t in load(args.exclude).tasks}
-    tasks = [t for t in task_file.tasks if (t.project, t.path, t.function) not in excluded]
+        seen = {(t.project, t.path, t.function) for t in load(args.exclude).tasks}
     backend = DockerBackend()
-    trees = {p.name: fetch.pristine_tree(p) for p in task_file.projects}
-    hits = 0
+    hits = total = skipped = 0
     with tempfile.TemporaryDirectory(prefix="sandbox-agent-recall-") as scratch:
-        for task in tasks:
-            context, _ = context_for(backend, task_file, task, trees[task.project], Path(scratch))
-            shown = [site.qualname for site in context.targets if site.path == task.path]
-            hit = task.function in shown
-            hits += hit
-            print(
-                f"{'hit ' if hit else 'miss'} {task.id} {task.kind} {task.path}:{task.function}"
-                f" <- {', '.join(f'{s.path}:{s.qualname}' for s in context.targets) or '-'}"
-            )
-    print(
-        f"recall {hits}/{len(tasks)} ({args.tasks}, excluded {len(task_file.tasks) - len(tasks)})"
-    )
+        for number, path in enumerate(args.tasks or [TASK_FILE]):
+            task_file = load(path)
+            trees = {p.name: fetch.pristine_tree(p) for p in task_file.projects}
+            for task in task_file.tasks:
+                key = (task.project, task.path, task.function)
+                if key in seen:
+                    skipped += 1
+                    continue
+                seen.add(key)
+                where = Path(scratch) / str(number)
+                where.mkdir(exist_ok=True)
+                context, _ = context_for(backend, task_file, task, trees[task.project], where)
+                shown = [site.qualname for site in context.targets if site.path == task.path]
+                # a nested function (``outer.inner``) is shown inside its outer one
+                hit = any(task.function == q or task.function.startswith(f"{q}.") for q in shown)
+                hits += hit
+                total += 1
+                targets = ", ".join(f"{s.path}:{s.qualname}" for s in context.targets) or "-"
+                print(
+                    f"{'hit ' if hit else 'miss'} {path.name} {task.id} {task.kind} "
+                    f"{task.path}:{task.function} <- {targets}"
+                )
+    print(f"recall {hits}/{total} (skipped {skipped} already seen or excluded)")
     return 0
 
 

@@ -40,6 +40,13 @@ from sandbox_supervisor import asserts, deps, protocol
 from sandbox_supervisor.runner_report import MAX_TEST_ID_CHARS, MAX_TEST_IDS
 from sandbox_supervisor.tripwire import Snapshot
 
+__unittest = True
+"""unittest's mark of its own modules: a failure's traceback keeps no frame of them. The
+runner's guard around unittest's test executor (``guard_should_stop``) is a frame in
+every failure's traceback; unmarked, unittest cut an assertion failure's traceback at
+that frame, before the test's own line, and the repair strategy could not tell which
+test failed or where."""
+
 EXIT_PASSED = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2

@@ -257,3 +257,29 @@ def test_the_stop_guard_keeps_subtests_own_stops_and_refuses_the_codes(
     assert len(run("test_expected_failure_in_a_subtest").expectedFailures) == 1
     stopped = run("test_failfast_stop_after_a_subtest_failure", failfast=True)
     assert len(stopped.failures) == 1  # the first subtest's; the stop ended the test
+
+
+ASSERTING = """\
+import unittest
+
+
+def double(x):
+    return x + x + 1
+
+
+class T(unittest.TestCase):
+    def test_double(self):
+        self.assertEqual(double(2), 4)
+"""
+
+
+def test_a_failed_assertion_names_the_test_line_that_failed(tmp_path: Path) -> None:
+    # unittest keeps a failure's frames only up to the first frame of its own; the
+    # runner's guard around unittest's test executor (SR-13 R1) was a frame of neither,
+    # so every assertion failure showed the runner's line and not the test's, and the
+    # repair strategy could not tell which test failed
+    run = _run(write_files(tmp_path, {"test_one.py": ASSERTING}), "unittest")
+    output = run.data().decode()
+    assert 'test_one.py", line 10, in test_double' in output, output
+    assert "self.assertEqual(double(2), 4)" in output
+    assert "sandbox_supervisor" not in output
