@@ -29,6 +29,8 @@ help:
 	@echo "make bench   benchmarks: ratios measured side by side"
 	@echo "make stress  sandbox lifecycle stress (RUNS=N)"
 	@echo "make model   build llama-server and fetch the local model (then: --provider local)"
+	@echo "make eval-local [HEF=odd|all|N] [STAGES=...]   the real-model evaluation (hours; resumes)"
+	@echo "make localise-recall [TASKS=\"file ...\"] [EXCLUDE=file]   the repair strategy's localisation against realrepos' ground truth, no model"
 	@echo "make cluster-up / cluster-down   a local Ray cluster (head + 2 workers on loopback) for --ray auto"
 	@echo "make viewer-screenshots   the run viewer's browser tests, then their screenshots into docs/viewer/"
 
