@@ -21,6 +21,7 @@ Everything is bounded: a few targets, a few tests, a character budget for each.
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from sandbox_agent.repair.failures import Frame
@@ -138,7 +139,7 @@ def innermost_first(frames: list[Frame]) -> list[Frame]:
 
 
 def initialisers(
-    missing: list[tuple[str, str]], paths: list[str], read: Read, protected: Protected
+    missing: Sequence[tuple[str, str]], paths: list[str], read: Read, protected: Protected
 ) -> list[Site]:
     """For each ``(class, attribute)`` an ``AttributeError`` says is missing, where the
     class (found from the failing frames' files) should have set it: the methods of the
@@ -276,7 +277,7 @@ def localise(
     read: Read,
     protected: Protected,
     test_files: tuple[str, ...] = (),
-    missing: list[tuple[str, str]] | None = None,
+    missing: Sequence[tuple[str, str]] = (),
 ) -> Context:
     """The functions to fix and the failing tests to show, from a failing run's frames
     (``test_files``: the test modules, for a run that left none; ``missing``: the
@@ -294,16 +295,20 @@ def localise(
         return None if text is None else function_at(frame.path, text, frame.line)
 
     for frame in frames:
-        if protected(frame.path) and (site := site_of(frame)) and len(tests) < MAX_TESTS:
+        if protected(frame.path) and len(tests) < MAX_TESTS and (site := site_of(frame)):
             tests.setdefault((site.path, site.qualname), site)
     editable = innermost_first([frame for frame in frames if not protected(frame.path)])
-    raised = [site for frame in editable if (site := site_of(frame)) is not None]
+    raised: dict[tuple[str, str], Site] = {}
+    for frame in editable:  # no more than can be shown: each frame parses its file
+        if len(raised) < MAX_TARGETS and (site := site_of(frame)):
+            raised.setdefault((site.path, site.qualname), site)
     if raised:
         paths = list(dict.fromkeys(frame.path for frame in editable))
-        setters = initialisers(missing or [], paths, text_of, protected)
+        first, *further = raised.values()
+        setters = initialisers(missing, paths, text_of, protected)
         # where it was raised, then where a missing attribute should have been set, then
         # the frames further out; then what those call, while there is room
-        targets = _first(MAX_TARGETS, [raised[0], *setters, *raised[1:]])
+        targets = _first(MAX_TARGETS, [first, *setters, *further])
         called = [callee for site in targets for callee in callees(site, text_of(site.path) or "")]
         return Context(_first(MAX_TARGETS, [*targets, *called]), tuple(tests.values()))
     failing = [site.path for site in tests.values()] or list(test_files[:MAX_TESTS])
