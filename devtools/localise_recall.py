@@ -26,8 +26,7 @@ from sandbox_agent.evals.realrepos import fetch
 from sandbox_agent.evals.realrepos.suite import buggy_text
 from sandbox_agent.evals.realrepos.taskfile import TASK_FILE, RealTask, TaskFile, load
 from sandbox_agent.policy import Policy, runner_command
-from sandbox_agent.repair.failures import frames, missing_attributes
-from sandbox_agent.repair.localise import Context, localise
+from sandbox_agent.repair.localise import Context, localise_output
 from sandbox_agent.sandbox.base import SandboxBackend, SandboxLimits, SandboxRequest
 
 TIMEOUT_S = 120.0
@@ -61,9 +60,7 @@ def context_for(
         )
     )
     output = result.output.decode("utf-8", errors="replace")
-    policy = Policy.for_repo(tree, runner=project.runner)
-    protected = policy.protected_reason
-    tests = tuple(f for f in _files(tree) if protected(f) is not None)
+    protected = Policy.for_repo(tree, runner=project.runner).protected_reason
 
     def read(path: str) -> str | None:
         try:
@@ -71,13 +68,7 @@ def context_for(
         except (OSError, UnicodeDecodeError):
             return None
 
-    context = localise(
-        frames(output),
-        read,
-        lambda path: protected(path) is not None,
-        tests,
-        missing_attributes(output),
-    )
+    context = localise_output(output, _files(tree), read, lambda path: protected(path) is not None)
     return context, output
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from sandbox_agent import prompts
 from sandbox_agent.controller import records
 from sandbox_agent.errors import ToolDenied
-from sandbox_agent.repair.failures import failure_text, frames, missing_attributes
-from sandbox_agent.repair.localise import Context, localise
+from sandbox_agent.repair.failures import failure_text
+from sandbox_agent.repair.localise import Context, localise_output
 from sandbox_agent.tools.toolbox import ToolBox
 
 FAILURE_CHARS = 2500
@@ -28,13 +28,11 @@ def localise_run(toolbox: ToolBox, output: str) -> Context:
     modules stand in for frames when the run left none (a timeout)."""
     files, _more = toolbox.repository_files(records.MAX_FILES_WITH_TASK)
     protected = toolbox.policy.protected_reason
-    tests = tuple(f for f in files if f.endswith(".py") and protected(f) is not None)
-    return localise(
-        frames(output),
+    return localise_output(
+        output,
+        files,
         lambda path: read_text(toolbox, path),
         lambda path: protected(path) is not None,
-        tests,
-        missing_attributes(output),
     )
 
 

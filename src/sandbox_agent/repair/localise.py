@@ -21,9 +21,10 @@ Everything is bounded: a few targets, a few tests, a character budget for each.
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
+from sandbox_agent.repair import failures
 from sandbox_agent.repair.failures import Frame
 from sandbox_agent.repair.imports import Protected, Read, Resolver, imported, parse
 from sandbox_agent.repair.members import SETUPS, mentions, methods, ranked
@@ -315,3 +316,12 @@ def localise(
     searched = tuple(dict.fromkeys(failing))
     found = _imported_sites(searched, list(tests.values()), text_of, protected)
     return Context(tuple(found), tuple(tests.values()), searched)
+
+
+def localise_output(output: str, files: Iterable[str], read: Read, protected: Protected) -> Context:
+    """``localise`` from a failing run's output: its frames and missing attributes, with
+    the repository's protected Python ``files`` as the test modules for a run that left
+    no frame (what a run shows the model, and what ``make localise-recall`` measures)."""
+    tests = tuple(f for f in files if f.endswith(".py") and protected(f))
+    missing = failures.missing_attributes(output)
+    return localise(failures.frames(output), read, protected, tests, missing)
