@@ -7,6 +7,7 @@ import argparse
 from sandbox_agent.controller.models import (
     DEFAULT_CANDIDATE_TOKENS,
     DEFAULT_CANDIDATES,
+    DEFAULT_MODULE_CHECKS,
     DEFAULT_ROUND_CANDIDATES,
     DEFAULT_ROUNDS,
     DEFAULT_SEED,
@@ -71,6 +72,14 @@ def add_strategy_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="K",
         help=f"repair: reply cap of one candidate (default {DEFAULT_CANDIDATE_TOKENS})",
     )
+    group.add_argument(
+        "--module-checks",
+        type=int,
+        default=DEFAULT_MODULE_CHECKS,
+        metavar="M",
+        help="repair: when the suite never reports, check candidates module by module if "
+        f"it has at most M test modules; 0: never (default {DEFAULT_MODULE_CHECKS})",
+    )
 
 
 def strategy_for(args: argparse.Namespace) -> Strategy:
@@ -94,4 +103,5 @@ def repair_options_from(args: argparse.Namespace) -> RepairOptions:
         temperature=args.temperature,
         seed=args.seed,
         candidate_tokens=args.candidate_tokens,
+        module_checks=args.module_checks,
     )

@@ -85,6 +85,8 @@ DEFAULT_TEMPERATURE = 0.8
 DEFAULT_SEED = 1234
 DEFAULT_CANDIDATE_TOKENS = 1024
 """One function, at most (the one-shot baseline's cap too)."""
+DEFAULT_MODULE_CHECKS = 8
+"""Test modules a silent suite is checked by, one sandbox run each per candidate."""
 
 
 class RepairOptions(BaseModel):
@@ -106,6 +108,10 @@ class RepairOptions(BaseModel):
     different seeds are independent samples (``--seed``)."""
     candidate_tokens: int = Field(DEFAULT_CANDIDATE_TOKENS, ge=64, le=32_768)
     """Reply cap of one candidate (``--candidate-tokens``)."""
+    module_checks: int = Field(DEFAULT_MODULE_CHECKS, ge=0, le=64)
+    """When the visible suite completes without a report (a test module ends the runner),
+    candidates are checked module by module if the original collected at most this many
+    modules; 0: never (``--module-checks``; docs/STRATEGIES.md)."""
 
 
 class RunConfig(ChosenProvider):

@@ -23,6 +23,7 @@ from sandbox_agent import prompts
 from sandbox_agent.controller.loop_common import LoopStop
 from sandbox_agent.controller.models import CandidateOutcome, CandidateRecord
 from sandbox_agent.controller.repair_answer import answer
+from sandbox_agent.controller.repair_check import Check, module_check
 from sandbox_agent.controller.repair_context import (
     FAILURE_CHARS,
     localise_run,
@@ -66,10 +67,13 @@ class _Tried:
     texts: dict[str, str]
     run: TestRun
     reply: str
+    new_skips: int = 0
+    """Tests it skipped that the original runs: not passing ones (SR-13 F1)."""
 
     @property
     def score(self) -> tuple[int, int]:
-        return (self.run.tests_run - self.run.failures, -self.run.failures)
+        failing = self.run.failures + self.new_skips
+        return (self.run.tests_run - failing, -failing)
 
 
 @dataclass
@@ -103,6 +107,7 @@ class _Repair:
         self.cancel = steps.cancel
         self.allowed = steps.allowed
         self.search: _Search | None = None
+        self.check: Check | None = None
 
     # ------------------------------------------------------------------ the steps
 
@@ -121,7 +126,10 @@ class _Repair:
             return outcome
         if not outcome.ok:
             return LoopStop("finished", f"the visible tests could not be run: {outcome.message}")
-        baseline = self.toolbox.test_runs[-1]
+        check = module_check(self.steps, self.toolbox.test_runs[-1], self.options.module_checks)
+        if isinstance(check, LoopStop):
+            return check
+        self.check, baseline = check, check.baseline
         if baseline.passed:
             passing = prompts.ANSWER_TESTS_PASS.format(tests_run=baseline.tests_run)
             return answer(self.steps, passing, self.options.seed)
@@ -248,13 +256,11 @@ class _Repair:
                 )
             )
             return None
-        tested = self.steps.tool("run_tests", RunTestsArgs())
-        if isinstance(tested, LoopStop):
-            return tested
-        run = self.toolbox.test_runs[-1]
-        skips = new_skips(search.baseline, run)
-        if run.passed and skips:  # a skip is not a pass (SR-13 F1): the next candidate goes on
-            run = run.model_copy(update={"passed": False, "reason": skips})
+        assert self.check is not None  # noqa: S101 - set by _run
+        checked = self.check.run()
+        if isinstance(checked, LoopStop):
+            return checked
+        run = checked.run
         outcome: CandidateOutcome = "passed" if run.passed else "failed"
         record = CandidateRecord(
             **base,
@@ -264,7 +270,7 @@ class _Repair:
             tests_run=run.tests_run,
             failures=run.failures,
         )
-        tried = _Tried(record, texts, run, reply.text)
+        tried = _Tried(record, texts, run, reply.text, checked.new_skips)
         search.tried.append(tried)
         self._record(record)
         return tried
@@ -374,23 +380,3 @@ class _Repair:
         assert self.search is not None  # noqa: S101
         self.search.candidates.append(record)
         self.trace.emit("candidate", **record.model_dump())
-
-
-def new_skips(original: TestRun, run: TestRun) -> str | None:
-    """Why ``run`` skipped tests the original's run ran (SR-13 F1), or None: code under
-    test that raises a skip turns its failing test into one. The final verdict checks the
-    same against the baseline (``tools.baseline``); this stops the search going on with
-    such a candidate as its pass."""
-    before, after = original.sandbox.runner_report, run.sandbox.runner_report
-    if before is None or after is None or before.ids is None:
-        return None
-    if after.skipped_ids is None:
-        return "the run did not report which tests it skipped" if after.skipped else None
-    ran = set(before.ids) - set(before.skipped_ids or ())
-    skipped = [test for test in after.skipped_ids if test in ran]
-    if not skipped:
-        return None
-    count = f"{len(skipped)} test{'s' if len(skipped) != 1 else ''}"
-    return (
-        f"{count} that the original runs skipped: {', '.join(skipped[:5])} (a skip is not a pass)"
-    )

@@ -120,6 +120,21 @@ class Baseline:
         self._cancel.cancel()
         self._thread.join()
 
+    def collected(self) -> tuple[str, ...] | None:
+        """The test ids the original collected (waiting for the collect-only run); None
+        when it gave none in full (ended otherwise, no report, another runner).
+
+        Raises:
+            InfrastructureError: the sandbox backend could not be reached.
+        """
+        baseline = self.result()
+        report = baseline.runner_report
+        if baseline.status != "completed" or not baseline.attested or report is None:
+            return None
+        if report.runner != self.runner or report.mode != "collect" or report.ids is None:
+            return None
+        return report.ids
+
     def check(self, final: SandboxResult) -> BaselineCheck:
         """Whether ``final`` (the final run, fresh or reused) ran every test the original
         collected. Fails closed: no baseline, or no ids, is a failed check.

@@ -1,0 +1,120 @@
+"""A visible suite that never reports (a test module ends the runner's process): the
+repair strategy checks candidates module by module, and the run's status still comes from
+the whole suite (docs/DECISIONS.md, "A suite that never reports")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sandbox_agent.controller import RunConfig, RunResult, run_task
+from sandbox_agent.controller.models import RepairOptions
+from sandbox_agent.providers.options import PlanOptions
+from tests.repo_files import write_files
+
+pytestmark = pytest.mark.docker
+
+CORE = (
+    "def count_words(text):\n"
+    '    """How often each word occurs; words are separated by any whitespace."""\n'
+    "    counts = {}\n"
+    '    for word in text.split(" "):\n'
+    "        counts[word] = counts.get(word, 0) + 1\n"
+    "    return counts\n"
+)
+TESTS = (
+    "import unittest\n\nfrom wordcount.core import count_words\n\n\n"
+    "class CountTest(unittest.TestCase):\n"
+    "    def test_spaces(self):\n"
+    '        self.assertEqual(count_words("a b a"), {"a": 2, "b": 1})\n\n'
+    "    def test_tabs(self):\n"
+    '        self.assertEqual(count_words("a\\tb"), {"a": 1, "b": 1})\n'
+)
+SILENT = (
+    "import os\nimport unittest\n\n\n"
+    "class ExitTest(unittest.TestCase):\n"
+    "    def test_exit(self):\n"
+    "        os._exit(0)  # the runner never reports\n"
+)
+FIXED = (
+    "```python\ndef count_words(text):\n    counts = {}\n    for word in text.split():\n"
+    "        counts[word] = counts.get(word, 0) + 1\n    return counts\n```"
+)
+SKIPPING = (
+    "```python\ndef count_words(text):\n    import unittest\n"
+    '    if "\\t" in text:\n        raise unittest.SkipTest("no tabs")\n'
+    "    counts = {}\n    for word in text.split():\n"
+    "        counts[word] = counts.get(word, 0) + 1\n    return counts\n```"
+)
+
+
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    write_files(
+        root,
+        {
+            "wordcount/__init__.py": "",
+            "wordcount/core.py": CORE,
+            "tests/__init__.py": "",
+            "tests/test_core.py": TESTS,
+            "tests/test_zz_exit.py": SILENT,
+        },
+    )
+    return root
+
+
+def repair(tmp_path: Path, root: Path, candidates: list[str], **options: int) -> RunResult:
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"steps": [{"raw": text} for text in candidates]}))
+    return run_task(
+        RunConfig(
+            task="count_words() counts tabs as part of words: fix it.",
+            repo=root,
+            provider="scripted",
+            provider_options=PlanOptions(plan_path=str(plan)),
+            strategy="repair",
+            repair=RepairOptions(candidates=len(candidates), rounds=0, **options),
+            trace_dir=tmp_path / "runs",
+        )
+    )
+
+
+def selectors(result: RunResult) -> list[str | None]:
+    return [c.result.get("selector") for c in result.tool_calls if c.tool == "run_tests"]
+
+
+def test_a_silent_suite_checks_candidates_module_by_module(tmp_path: Path) -> None:
+    from sandbox_agent.evidence import verify_run
+
+    root = repo(tmp_path)
+    result = repair(tmp_path, root, [FIXED])
+    assert [c.outcome for c in result.candidates] == ["passed"]
+    candidate = result.candidates[0]
+    assert (candidate.tests_run, candidate.failures) == (2, 0)
+    assert "tests.test_zz_exit" in candidate.reason  # named as not checked
+    assert "text.split()" in result.diff  # the candidate is the tree the run returns
+    # the whole suite, each module once on the original, then the reporting one per candidate
+    assert selectors(result) == [None, "tests.test_core", "tests.test_zz_exit", "tests.test_core"]
+    # the status is still the final whole-suite run's, which never reports
+    assert result.status == "FAILED"
+    assert result.final_tests is not None
+    assert not result.final_tests.passed
+    assert "no report" in result.reason
+    assert (root / "wordcount/core.py").read_text() == CORE
+    assert verify_run(Path(result.trace_path).parent).ok
+
+
+def test_a_new_skip_is_not_a_pass_module_by_module(tmp_path: Path) -> None:
+    result = repair(tmp_path, repo(tmp_path), [SKIPPING])
+    assert [c.outcome for c in result.candidates] == ["failed"]
+    assert "a skip is not a pass" in result.candidates[0].reason
+    assert result.diff == ""
+
+
+def test_more_modules_than_the_limit_keep_the_whole_suite_check(tmp_path: Path) -> None:
+    result = repair(tmp_path, repo(tmp_path), [FIXED], module_checks=1)
+    assert [c.outcome for c in result.candidates] == ["failed"]
+    assert selectors(result) == [None, None]
+    assert result.diff == ""
