@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "sandbox_agent.httpguard",
         "sandbox_agent.canonical",
         "sandbox_agent.denials",
+        "sandbox_agent.printable",
         "sandbox_agent.prompts",
         "sandbox_agent.hostsetup",
     ),

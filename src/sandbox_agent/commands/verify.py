@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sandbox_agent.printable import printable
+
 if TYPE_CHECKING:
     from sandbox_agent.evidence.verify import VerifyCheck
 
@@ -92,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
         _print_checks(report.checks)
         bad = report.first_bad_event
         if bad is not None:
-            print(f"first failing event: line {bad.line} (seq {bad.seq}): {bad.reason}")
+            reason = printable(bad.reason.encode("utf-8", "backslashreplace").decode("utf-8"))
+            print(f"first failing event: line {bad.line} (seq {bad.seq}): {reason}")
         print("verified" if report.ok else f"NOT verified: {', '.join(report.failed())}")
     return 0 if report.ok else 1
 
@@ -128,5 +131,5 @@ def _print_checks(checks: list[VerifyCheck]) -> None:
     for check in checks:
         # A detail can quote a hostile folder's text (a lone surrogate included, SR-11
         # R11): escaped, never a traceback.
-        detail = check.detail.encode("utf-8", "backslashreplace").decode("utf-8")
+        detail = printable(check.detail.encode("utf-8", "backslashreplace").decode("utf-8"))
         print(f"{'ok  ' if check.ok else 'FAIL'} {check.name:<12} {detail}")

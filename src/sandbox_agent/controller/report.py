@@ -5,12 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from sandbox_agent.controller.models import RunResult
+from sandbox_agent.printable import printable
 
 MAX_DIFF_LINES = 200
 
 
 def render(result: RunResult) -> str:
-    """The text ``sandbox-agent run`` prints (without ``--json``)."""
+    """The text ``sandbox-agent run`` prints (without ``--json``): one line per item, each
+    made printable (``sandbox_agent.printable``), so nothing a run holds (a test id in the
+    reason, a line of the diff) can move the cursor or start a line of its own."""
     used = result.budget_used
     lines = [
         f"status:        {result.status}  ({result.reason})",
@@ -32,7 +35,7 @@ def render(result: RunResult) -> str:
     )
     if tests is not None and not tests.passed and tests.output_tail:
         lines.append("test output:   the last lines, as run_tests shows them to the model:")
-        lines.extend(f"    {line}" for line in tests.output_tail.splitlines())
+        lines.extend(f"    {line}" for line in tests.output_tail.split("\n"))
     lines.append(f"files changed: {', '.join(result.files_changed) or 'none'}")
     fixture = result.fixture
     intact = "intact" if fixture.intact else "CHANGED"
@@ -49,12 +52,12 @@ def render(result: RunResult) -> str:
         summary = str(call.result.get("summary", ""))[:100]
         lines.append(f"{index:>3}  {call.tool:<12} {ok:<8} {call.duration_ms:>8.1f}  {summary}")
     if result.diff:
-        diff_lines = result.diff.splitlines()
+        diff_lines = result.diff.rstrip("\n").split("\n")  # not splitlines: a "\r" is no break
         lines.append("")
         lines.extend(diff_lines[:MAX_DIFF_LINES])
         if len(diff_lines) > MAX_DIFF_LINES:
             lines.append(f"... {len(diff_lines) - MAX_DIFF_LINES} more diff lines in diff.patch")
-    return "\n".join(lines) + "\n"
+    return "\n".join(printable(line) for line in lines) + "\n"
 
 
 def _count(number: int, noun: str) -> str:

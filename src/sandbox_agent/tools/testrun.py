@@ -38,12 +38,12 @@ An evaluation's held-out check (``evals``) keeps the report's meaning instead:
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from sandbox_agent.printable import printable
 from sandbox_agent.sandbox.base import SandboxResult
 
 
@@ -197,7 +197,4 @@ def summarise(head: str, output: bytes, max_bytes: int, max_lines: int) -> str:
 
 
 def _clean(line: str) -> str:
-    return "".join(
-        "?" if unicodedata.category(char) in ("Cc", "Cf", "Cs") and char != "\t" else char
-        for char in line
-    )
+    return printable(line)

@@ -12,8 +12,9 @@ piece is cut short.
 
 from __future__ import annotations
 
-import unicodedata
 from typing import Any
+
+from sandbox_agent.printable import printable
 
 GIST_CHARS = 60
 OUTCOME_CHARS = 80
@@ -22,10 +23,7 @@ OUTCOME_CHARS = 80
 def safe(value: object, limit: int = GIST_CHARS) -> str:
     """``value`` as text a terminal shows as it is: no escapes, one line, at most ``limit``."""
     text = value if isinstance(value, str) else ("" if value is None else str(value))
-    text = "".join(
-        "?" if unicodedata.category(char) in ("Cc", "Cf", "Cs", "Zl", "Zp") else char
-        for char in " ".join(text.split())
-    )
+    text = printable(" ".join(text.split()), keep="")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
