@@ -54,6 +54,7 @@ RUNNER_IMPORTS = (
     "linecache",
     "unittest",
     "sandbox_supervisor.asserts",
+    "sandbox_supervisor.outcomes",
     "sandbox_supervisor.protocol",
     "sandbox_supervisor.runner_report",
     "sandbox_supervisor.tripwire",

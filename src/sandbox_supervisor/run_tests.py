@@ -20,13 +20,17 @@ that as "not passed". Exit 0 only when at least one test ran and none failed.
 unittest's own stop signal (``unittest.case._ShouldStop``), which its ``testPartExecutor``
 swallows and counts as success, is an error when code under test raises it: only
 ``subTest`` raises it legitimately, after a recorded failure (``failfast``) or an expected
-one (``guard_should_stop``; SR-13's retest, R1). A skip inside a ``subTest`` is reported
-as its test's skip (R2).
+one (``outcomes.guard_unittest``; SR-13's retest, R1). A skip inside a ``subTest`` is
+reported as its test's skip (R2).
+
+Failures, errors and skips are counted by the runner's own result class and report hook
+into a ``outcomes.Ledger``, never read back from the result's lists, and a test its guards
+saw fail that no failure was told for is an error (``outcomes``: an outside review's
+forgeries edited the result objects).
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -37,12 +41,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from sandbox_supervisor import asserts, deps, protocol
+from sandbox_supervisor.outcomes import Ledger, guard_pytest, guard_unittest
 from sandbox_supervisor.runner_report import MAX_TEST_ID_CHARS, MAX_TEST_IDS
 from sandbox_supervisor.tripwire import Snapshot
 
 __unittest = True
 """unittest's mark of its own modules: a failure's traceback keeps no frame of them. The
-runner's guard around unittest's test executor (``guard_should_stop``) is a frame in
+runner's guard around unittest's test executor (``outcomes``, marked too) is a frame in
 every failure's traceback; unmarked, unittest cut an assertion failure's traceback at
 that frame, before the test's own line, and the repair strategy could not tell which
 test failed or where."""
@@ -88,34 +93,6 @@ def _counts(
     }
 
 
-class StopRaisedByTheCode(AssertionError):
-    """unittest's internal stop signal raised by the code under test, not by ``subTest``."""
-
-
-def guard_should_stop() -> None:
-    """Make ``unittest.case._ShouldStop`` an error unless ``subTest`` raised it after a
-    recorded failure or expected failure: code under test that raised it made its
-    failing test count as passed (SR-13 R1). Installed before any repository code is
-    imported; the tripwire then watches it (``tripwire.UNITTEST_ENTRY_POINTS``)."""
-    outcome_class = unittest.case._Outcome  # type: ignore[attr-defined]
-    original = outcome_class.testPartExecutor
-    should_stop = unittest.case._ShouldStop  # type: ignore[attr-defined]
-
-    @contextlib.contextmanager
-    def test_part_executor(self: Any, test_case: Any, subTest: bool = False) -> Iterator[None]:
-        with original(self, test_case, subTest):
-            try:
-                yield
-            except should_stop:
-                if self.success and self.expectedFailure is None:
-                    raise StopRaisedByTheCode(
-                        "unittest's internal _ShouldStop was raised by the code under test"
-                    ) from None
-                raise
-
-    outcome_class.testPartExecutor = test_part_executor
-
-
 def _test_of(test: Any) -> Any:
     """A subtest's own test (its skip is the test's skip), else ``test``."""
     return getattr(test, "test_case", test) if isinstance(test, unittest.case._SubTest) else test  # type: ignore[attr-defined]
@@ -142,32 +119,63 @@ def _is_failed_import(test: unittest.TestCase) -> bool:
     return (type(test).__module__, type(test).__qualname__) == FAILED_TEST
 
 
-def _recording(ran: list[str]) -> type[unittest.TextTestResult]:
+def _recording(ran: list[str], ledger: Ledger) -> type[unittest.TextTestResult]:
     """A result class that records the id of every test that starts (ran, failed, errored
-    or was skipped) in ``ran``."""
+    or was skipped) in ``ran`` and tells ``ledger`` every outcome it is given."""
+
+    def told(test: Any, outcome: str) -> None:
+        ledger.told(short_id(_test_of(test).id()), outcome)
 
     class Recording(unittest.TextTestResult):
         def startTest(self, test: unittest.TestCase) -> None:
             ran.append(short_id(test.id()))
             super().startTest(test)
 
+        def addSuccess(self, test: unittest.TestCase) -> None:
+            told(test, "success")
+            super().addSuccess(test)
+
         def addFailure(self, test: unittest.TestCase, err: Any) -> None:
+            told(test, "failure")
             detail = asserts.explain(err[1], err[2])
             if detail is not None:  # what a bare assert compared (pytest shows it too)
                 err = (err[0], AssertionError(detail), err[2])
             super().addFailure(test, err)
 
+        def addError(self, test: unittest.TestCase, err: Any) -> None:
+            told(test, "error")
+            super().addError(test, err)
+
+        def addSkip(self, test: unittest.TestCase, reason: str) -> None:
+            told(test, "skip")
+            super().addSkip(test, reason)
+
+        def addExpectedFailure(self, test: unittest.TestCase, err: Any) -> None:
+            told(test, "expected")
+            super().addExpectedFailure(test, err)
+
+        def addUnexpectedSuccess(self, test: unittest.TestCase) -> None:
+            told(test, "failure")
+            super().addUnexpectedSuccess(test)
+
+        def addSubTest(self, test: unittest.TestCase, subtest: Any, err: Any) -> None:
+            if err is not None:
+                told(test, "failure" if issubclass(err[0], test.failureException) else "error")
+            super().addSubTest(test, subtest, err)
+
     return Recording
 
 
 def run_unittest(
-    root: str, selector: str | None, *, collect: bool = False
+    root: str, selector: str | None, *, collect: bool = False, ledger: Ledger | None = None
 ) -> tuple[dict[str, Any], bool]:
     """Discover (``test*.py`` from ``root``) or load ``selector``; the counts and the verdict.
 
     ``collect``: run nothing; the report lists the ids discovered, and as ``broken`` the
-    modules that could not be imported.
+    modules that could not be imported. ``ledger``: the run's own account (``outcomes``),
+    which the counts come from.
     """
+    ledger = ledger or Ledger()
     loader = unittest.TestLoader()
     mode = "collect" if collect else "run"
     try:
@@ -184,28 +192,27 @@ def run_unittest(
         ids = [short_id(test.id()) for test in found if not _is_failed_import(test)]
         return _counts("unittest", 0, 0, 0, 0, mode=mode, ids=ids, broken=broken), True
     ran: list[str] = []
-    runner = unittest.TextTestRunner(stream=sys.stderr, verbosity=1, resultclass=_recording(ran))
-    result = runner.run(suite)
-    failures = len(result.failures) + len(result.unexpectedSuccesses)
-    errors = len(result.errors)  # a load error is also a failed test in the suite
+    recording = _recording(ran, ledger)
+    runner = unittest.TextTestRunner(stream=sys.stderr, verbosity=1, resultclass=recording)
+    runner.run(suite)
+    # failed: failures and unexpected successes; errors: a load error is a failed test too
     counts = _counts(
         "unittest",
-        result.testsRun,
-        failures,
-        errors,
-        len(result.skipped),
+        len(ran),
+        ledger.failures,
+        ledger.errors,
+        ledger.skips,
         ids=ran,
-        skipped_ids=list(
-            dict.fromkeys(short_id(_test_of(test).id()) for test, _ in result.skipped)
-        ),
+        skipped_ids=list(ledger.skipped_ids),
     )
-    return counts, result.wasSuccessful() and not loader.errors
+    return counts, ledger.failures == ledger.errors == 0 and not loader.errors
 
 
 class PytestCounter:
     """A pytest plugin object counting test reports as pytest makes them."""
 
-    def __init__(self) -> None:
+    def __init__(self, ledger: Ledger | None = None) -> None:
+        self.ledger = ledger or Ledger()
         self.tests_run = 0
         self.failures = 0
         self.errors = 0
@@ -217,23 +224,33 @@ class PytestCounter:
         self.broken: list[str] = []
 
     def pytest_runtest_logreport(self, report: Any) -> None:
-        """Setup counts a test that never reaches call; failures outside call are errors."""
+        """Setup counts a test that never reaches call; failures outside call are errors.
+        Read from the report's ``outcome`` string, not its ``failed``/``passed``
+        properties (a class attribute code under test can replace), and told to the
+        ledger (``outcomes``)."""
+        outcome = report.outcome
+        test_id = short_id(report.nodeid)
         if report.when == "call":
             self.tests_run += 1
-            self.failures += int(report.failed)
-            self._ran(report)
-        elif report.when == "setup" and not report.passed:
+            self.failures += outcome == "failed"
+            self._ran(report, outcome, "failure")
+        elif report.when == "setup" and outcome != "passed":
             self.tests_run += 1
-            self.errors += int(report.failed)
-            self._ran(report)
-        elif report.when == "teardown":
-            self.errors += int(report.failed)
+            self.errors += outcome == "failed"
+            self._ran(report, outcome, "error")
+        elif report.when == "teardown" and outcome == "failed":
+            self.errors += 1
+            self.ledger.told(test_id, "error")
 
-    def _ran(self, report: Any) -> None:
-        self.ran.append(short_id(report.nodeid))
-        if report.skipped:
+    def _ran(self, report: Any, outcome: str, failed_as: str) -> None:
+        test_id = short_id(report.nodeid)
+        self.ran.append(test_id)
+        if outcome == "skipped":
             self.skipped += 1
-            self.skipped_ids.append(short_id(report.nodeid))
+            self.skipped_ids.append(test_id)
+        xfail = outcome == "skipped" and hasattr(report, "wasxfail")
+        told = {"failed": failed_as, "skipped": "xfail" if xfail else "skip"}
+        self.ledger.told(test_id, told.get(outcome, "success"))
 
     def pytest_collectreport(self, report: Any) -> None:
         """A module that cannot be collected is an error."""
@@ -245,13 +262,15 @@ class PytestCounter:
         self.collected = [short_id(item.nodeid) for item in session.items]
 
 
-def run_pytest(selector: str | None, *, collect: bool = False) -> tuple[dict[str, Any], bool]:
+def run_pytest(
+    selector: str | None, *, collect: bool = False, ledger: Ledger | None = None
+) -> tuple[dict[str, Any], bool]:
     """``pytest -p no:cacheprovider -q --doctest-glob NO_TEXT_DOCTESTS [selector]``
     in-process (``--collect-only`` too when ``collect``); the counts and the verdict."""
     import pytest
 
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    counter = PytestCounter()
+    counter = PytestCounter(ledger)
     args = ["-p", "no:cacheprovider", "-q", f"--doctest-glob={NO_TEXT_DOCTESTS}"]
     args += ["--collect-only"] if collect else [*([selector] if selector else [])]
     code = pytest.main(args, plugins=[counter])
@@ -316,14 +335,29 @@ def main(argv: list[str] | None = None) -> int:
     root = os.getcwd()
     if runner == "pytest":
         import pytest  # noqa: F401  # imported before the repository is on sys.path
-    guard_should_stop()
+    ledger = Ledger()
+    # pytest runs a TestCase through unittest's executor too, and names it by its node id:
+    # then only pytest's guard feeds the ledger (the unittest guard still refuses stops)
+    unittest_ledger = ledger if runner == "unittest" else Ledger()
+    guard_unittest(unittest_ledger, lambda test: short_id(_test_of(test).id()))
+    if runner == "pytest":
+        guard_pytest(ledger, short_id)
     snapshot = Snapshot.take(runner)  # before any repository code is imported
     sys.path.insert(0, root)
     deps.add_to_path(sys.path, sys.modules)  # the environment, with the repository (issue 17)
     if runner == "pytest":
-        counts, passed = run_pytest(selector, collect=collect)
+        counts, passed = run_pytest(selector, collect=collect, ledger=ledger)
     else:
-        counts, passed = run_unittest(root, selector, collect=collect)
+        counts, passed = run_unittest(root, selector, collect=collect, ledger=ledger)
+    if silenced := ledger.silenced():
+        shown = ", ".join(silenced[:5])
+        print(
+            f"run_tests: {len(silenced)} tests failed or skipped but the result was not told "
+            f"(code under test edited the runner's objects): {shown}",
+            file=sys.stderr,
+        )
+        counts["errors"] += len(silenced)
+        passed = False
     tampered = snapshot.changed()
     if tampered:
         print(

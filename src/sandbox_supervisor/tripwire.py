@@ -34,7 +34,7 @@ UNITTEST_ENTRY_POINTS: tuple[tuple[str, str, str], ...] = (
         )
         for name in names
     ),
-    ("unittest.case", "_Outcome", "testPartExecutor"),  # run_tests.guard_should_stop
+    ("unittest.case", "_Outcome", "testPartExecutor"),  # outcomes.guard_unittest
     ("unittest.case", "", "_ShouldStop"),
 )  # fmt: skip
 

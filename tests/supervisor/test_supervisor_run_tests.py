@@ -224,12 +224,12 @@ def test_the_stop_guard_keeps_subtests_own_stops_and_refuses_the_codes(
     # must keep their meaning.
     import unittest
 
-    from sandbox_supervisor import run_tests
+    from sandbox_supervisor.outcomes import Ledger, guard_unittest
 
     monkeypatch.setattr(
         unittest.case._Outcome, "testPartExecutor", unittest.case._Outcome.testPartExecutor
     )
-    run_tests.guard_should_stop()
+    guard_unittest(Ledger(), lambda test: test.id())
 
     class T(unittest.TestCase):
         def test_raised_by_the_code(self) -> None:
