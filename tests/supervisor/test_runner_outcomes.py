@@ -191,7 +191,6 @@ def test_honest_suites_count_as_before(tmp_path: Path) -> None:
     assert b"not recorded" not in run.data(protocol.KIND_STDERR)
 
 
-
 def test_unittest_cases_under_pytest_keep_their_skips(tmp_path: Path) -> None:
     """pytest runs a ``TestCase`` through unittest's executor (where the unittest guard
     sits) and reports it under its node id: only pytest's own account counts then."""
