@@ -13,6 +13,7 @@ from benchmarks import (
     parallel_bench,
     repair_bench,
     sandbox_bench,
+    spectrum_bench,
 )
 
 if __name__ == "__main__":
@@ -21,5 +22,6 @@ if __name__ == "__main__":
     code = code or deps_bench.main([])
     code = code or localmodel_bench.main([])
     code = code or repair_bench.main([])
+    code = code or spectrum_bench.main([])
     code = code or parallel_bench.main([])
     sys.exit(code or cluster_bench.main([]))

@@ -2,11 +2,13 @@
 
 ``python -m devtools.localise_recall [--tasks FILE] [--exclude FILE]``: for each task of a
 realrepos task file (the committed one by default), the project's suite runs on the
-buggy tree in the sandbox, as a run's first ``run_tests`` does; ``repair.localise`` reads
-that output with the policy a run would have; the task's function is found among the
-targets shown, or not. No model is involved: it measures one step of the strategy
-against the task file's ground truth, and prints each task's targets and the recall (a
-nested function counts as shown when the function holding it is).
+buggy tree in the sandbox with the runner's spectrum (``run_tests RUNNER --spectrum``: the
+run's output plus the spectrum line the repair strategy's localisation reads from its
+own spectrum run); ``repair.localise`` reads that output with the policy a run would have;
+the task's function is found among the targets shown, or not. No model is involved: it
+measures one step of the strategy against the task file's ground truth, and prints each
+task's targets and the recall (a nested function counts as shown when the function
+holding it is).
 
 Develop against a task file made with another seed (``python -m
 sandbox_agent.evals.realrepos.build --seed 18 --out FILE``) and ``--exclude`` the
@@ -25,7 +27,7 @@ from sandbox_agent.deps import prepare_environment
 from sandbox_agent.evals.realrepos import fetch
 from sandbox_agent.evals.realrepos.suite import buggy_text
 from sandbox_agent.evals.realrepos.taskfile import TASK_FILE, RealTask, TaskFile, load
-from sandbox_agent.policy import Policy, runner_command
+from sandbox_agent.policy import Policy, spectrum_command
 from sandbox_agent.repair.localise import Context, localise_output
 from sandbox_agent.sandbox.base import SandboxBackend, SandboxLimits, SandboxRequest
 
@@ -49,7 +51,7 @@ def context_for(
     shutil.copytree(pristine, tree)
     (tree / task.path).write_text(buggy_text(pristine, task), encoding="utf-8")
     environment = prepare_environment(pristine)
-    command = runner_command(project.runner)
+    command = spectrum_command(project.runner)
     result = backend.run(
         SandboxRequest(
             argv=command.argv,
@@ -68,7 +70,10 @@ def context_for(
         except (OSError, UnicodeDecodeError):
             return None
 
-    context = localise_output(output, _files(tree), read, lambda path: protected(path) is not None)
+    files = _files(tree)
+    context = localise_output(
+        output, files, read, lambda path: protected(path) is not None, hint=output
+    )
     return context, output
 
 

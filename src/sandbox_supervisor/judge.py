@@ -26,7 +26,8 @@ import unittest
 from typing import Any
 
 from sandbox_supervisor import remote
-from sandbox_supervisor.run_tests import EXIT_FAILED, EXIT_PASSED, write_report
+from sandbox_supervisor.run_tests import EXIT_FAILED, EXIT_PASSED
+from sandbox_supervisor.runner_report import write_report
 
 INPUT_FD = 0
 REPORT_FD = 3

@@ -57,6 +57,7 @@ RUNNER_IMPORTS = (
     "sandbox_supervisor.outcomes",
     "sandbox_supervisor.protocol",
     "sandbox_supervisor.runner_report",
+    "sandbox_supervisor.spectrum",
     "sandbox_supervisor.tripwire",
 )
 """What ``sandbox_supervisor.run_tests`` imports before the repository is on ``sys.path``

@@ -71,6 +71,10 @@ class Ledger:
         if outcome in ("skip", "xfail") and test_id not in self.skipped_ids:
             self.skipped_ids.append(test_id)
 
+    def failing(self) -> set[str]:
+        """The tests a failure or an error was told for."""
+        return {test for test, told in self._told.items() if told & {"failure", "error"}}
+
     def silenced(self) -> list[str]:
         """Tests a guard saw fail or skip that no failure, error or skip was told for."""
         return [

@@ -1,7 +1,8 @@
 """The trusted runner wrapper: ``python3 -I -B -m sandbox_supervisor.run_tests RUNNER [SELECTOR]``.
 
 ``RUNNER --collect-only`` collects the suite and runs nothing: the host's baseline of
-the original tree's test ids (issue 20, SR-8 C8-1).
+the original tree's test ids (issue 20, SR-8 C8-1). ``RUNNER --spectrum`` runs the suite
+and prints which functions the failing tests ran (``spectrum``: a localisation hint).
 
 Run with cwd ``/workspace``. ``-I`` keeps the repository off ``sys.path`` while this
 module and the runner are imported (a ``sandbox_supervisor`` or ``pytest`` folder in
@@ -32,17 +33,20 @@ forgeries edited the result objects).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import stat
 import sys
 import unittest
 from collections.abc import Iterator
 from typing import Any
 
-from sandbox_supervisor import asserts, deps, protocol
+from sandbox_supervisor import asserts, deps
 from sandbox_supervisor.outcomes import Ledger, guard_pytest, guard_unittest
-from sandbox_supervisor.runner_report import MAX_TEST_ID_CHARS, MAX_TEST_IDS
+from sandbox_supervisor.runner_report import (
+    MAX_TEST_ID_CHARS,
+    take_report_fd,
+    write_report,
+)
+from sandbox_supervisor.spectrum import SPECTRUM_ARG, Spectrum, spectrum_for, tracing
 from sandbox_supervisor.tripwire import Snapshot
 
 __unittest = True
@@ -119,9 +123,12 @@ def _is_failed_import(test: unittest.TestCase) -> bool:
     return (type(test).__module__, type(test).__qualname__) == FAILED_TEST
 
 
-def _recording(ran: list[str], ledger: Ledger) -> type[unittest.TextTestResult]:
+def _recording(
+    ran: list[str], ledger: Ledger, spectrum: Spectrum | None = None
+) -> type[unittest.TextTestResult]:
     """A result class that records the id of every test that starts (ran, failed, errored
-    or was skipped) in ``ran`` and tells ``ledger`` every outcome it is given."""
+    or was skipped) in ``ran``, tells ``ledger`` every outcome it is given, and starts and
+    stops ``spectrum``'s record of each test."""
 
     def told(test: Any, outcome: str) -> None:
         ledger.told(short_id(_test_of(test).id()), outcome)
@@ -129,7 +136,14 @@ def _recording(ran: list[str], ledger: Ledger) -> type[unittest.TextTestResult]:
     class Recording(unittest.TextTestResult):
         def startTest(self, test: unittest.TestCase) -> None:
             ran.append(short_id(test.id()))
+            if spectrum is not None:
+                spectrum.start(ran[-1])
             super().startTest(test)
+
+        def stopTest(self, test: unittest.TestCase) -> None:
+            super().stopTest(test)
+            if spectrum is not None:
+                spectrum.stop()
 
         def addSuccess(self, test: unittest.TestCase) -> None:
             told(test, "success")
@@ -167,7 +181,12 @@ def _recording(ran: list[str], ledger: Ledger) -> type[unittest.TextTestResult]:
 
 
 def run_unittest(
-    root: str, selector: str | None, *, collect: bool = False, ledger: Ledger | None = None
+    root: str,
+    selector: str | None,
+    *,
+    collect: bool = False,
+    ledger: Ledger | None = None,
+    spectrum: Spectrum | None = None,
 ) -> tuple[dict[str, Any], bool]:
     """Discover (``test*.py`` from ``root``) or load ``selector``; the counts and the verdict.
 
@@ -192,9 +211,10 @@ def run_unittest(
         ids = [short_id(test.id()) for test in found if not _is_failed_import(test)]
         return _counts("unittest", 0, 0, 0, 0, mode=mode, ids=ids, broken=broken), True
     ran: list[str] = []
-    recording = _recording(ran, ledger)
+    recording = _recording(ran, ledger, spectrum)
     runner = unittest.TextTestRunner(stream=sys.stderr, verbosity=1, resultclass=recording)
-    runner.run(suite)
+    with tracing(spectrum):
+        runner.run(suite)
     # failed: failures and unexpected successes; errors: a load error is a failed test too
     counts = _counts(
         "unittest",
@@ -211,8 +231,9 @@ def run_unittest(
 class PytestCounter:
     """A pytest plugin object counting test reports as pytest makes them."""
 
-    def __init__(self, ledger: Ledger | None = None) -> None:
+    def __init__(self, ledger: Ledger | None = None, spectrum: Spectrum | None = None) -> None:
         self.ledger = ledger or Ledger()
+        self.spectrum = spectrum
         self.tests_run = 0
         self.failures = 0
         self.errors = 0
@@ -252,6 +273,14 @@ class PytestCounter:
         told = {"failed": failed_as, "skipped": "xfail" if xfail else "skip"}
         self.ledger.told(test_id, told.get(outcome, "success"))
 
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        if self.spectrum is not None:
+            self.spectrum.start(short_id(nodeid))
+
+    def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
+        if self.spectrum is not None:
+            self.spectrum.stop()
+
     def pytest_collectreport(self, report: Any) -> None:
         """A module that cannot be collected is an error."""
         self.errors += int(report.failed)
@@ -263,17 +292,22 @@ class PytestCounter:
 
 
 def run_pytest(
-    selector: str | None, *, collect: bool = False, ledger: Ledger | None = None
+    selector: str | None,
+    *,
+    collect: bool = False,
+    ledger: Ledger | None = None,
+    spectrum: Spectrum | None = None,
 ) -> tuple[dict[str, Any], bool]:
     """``pytest -p no:cacheprovider -q --doctest-glob NO_TEXT_DOCTESTS [selector]``
     in-process (``--collect-only`` too when ``collect``); the counts and the verdict."""
     import pytest
 
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    counter = PytestCounter(ledger)
+    counter = PytestCounter(ledger, spectrum)
     args = ["-p", "no:cacheprovider", "-q", f"--doctest-glob={NO_TEXT_DOCTESTS}"]
     args += ["--collect-only"] if collect else [*([selector] if selector else [])]
-    code = pytest.main(args, plugins=[counter])
+    with tracing(spectrum):
+        code = pytest.main(args, plugins=[counter])
     if collect:
         counts = _counts(
             "pytest", 0, 0, 0, 0, mode="collect", ids=counter.collected, broken=counter.broken
@@ -292,36 +326,6 @@ def run_pytest(
     return counts, code == pytest.ExitCode.OK
 
 
-def write_report(fd: int | None, counts: dict[str, Any]) -> None:
-    """The report as one JSON object on ``fd``, when that is the report pipe."""
-    if fd is None:
-        return
-    data = json.dumps(counts, sort_keys=True).encode()
-    too_many = max(len(counts.get("ids") or ()), len(counts.get("broken") or ())) > MAX_TEST_IDS
-    if too_many or len(data) > protocol.MAX_RUNNER_REPORT_BYTES:
-        # More ids than the report holds: none, and the host cannot compare (it says so).
-        counts = {**counts, "ids": None, "broken": [], "skipped_ids": None}
-        data = json.dumps(counts, sort_keys=True).encode()
-    view = memoryview(data)
-    try:
-        while view:
-            view = view[os.write(fd, view) :]
-    except OSError as error:
-        print(f"run_tests: cannot write the runner report: {error}", file=sys.stderr)
-
-
-def _take_report_fd() -> int | None:
-    """Move the report pipe off fd 3 (not inherited by the tests' own subprocesses)."""
-    try:
-        if not stat.S_ISFIFO(os.fstat(protocol.RUNNER_REPORT_FD).st_mode):
-            return None
-    except OSError:
-        return None
-    fd = os.dup(protocol.RUNNER_REPORT_FD)
-    os.close(protocol.RUNNER_REPORT_FD)
-    return fd
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the suite, write the report, and return the exit code."""
     args = sys.argv[1:] if argv is None else argv
@@ -330,8 +334,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     runner, selector = args[0], (args[1] if len(args) == 2 else None)
     collect = selector == COLLECT_ONLY
-    selector = None if collect else selector
-    report_fd = _take_report_fd()
+    spectrum = spectrum_for(os.getcwd()) if selector == SPECTRUM_ARG else None
+    selector = None if collect or spectrum is not None else selector
+    report_fd = take_report_fd()
     root = os.getcwd()
     if runner == "pytest":
         import pytest  # noqa: F401  # imported before the repository is on sys.path
@@ -346,9 +351,13 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, root)
     deps.add_to_path(sys.path, sys.modules)  # the environment, with the repository (issue 17)
     if runner == "pytest":
-        counts, passed = run_pytest(selector, collect=collect, ledger=ledger)
+        counts, passed = run_pytest(selector, collect=collect, ledger=ledger, spectrum=spectrum)
     else:
-        counts, passed = run_unittest(root, selector, collect=collect, ledger=ledger)
+        counts, passed = run_unittest(
+            root, selector, collect=collect, ledger=ledger, spectrum=spectrum
+        )
+    if spectrum is not None:
+        print(spectrum.line(ledger.failing()), file=sys.stderr)
     if silenced := ledger.silenced():
         shown = ", ".join(silenced[:5])
         print(

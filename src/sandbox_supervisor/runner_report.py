@@ -20,6 +20,10 @@ refused. Every number and list is bounded.
 
 from __future__ import annotations
 
+import os
+import stat
+import sys
+
 from sandbox_supervisor import fastjson, protocol
 
 TYPE_CHECKING = False  # typing is not imported at run time: PID 1 start-up (issue 3)
@@ -90,3 +94,35 @@ def _check_ids(value: dict[str, Any]) -> str | None:
     if (value["ids"] is None) != (value["skipped_ids"] is None):
         return "skipped_ids must be null exactly when ids is"
     return None
+
+
+def write_report(fd: int | None, counts: dict[str, Any]) -> None:
+    """The report as one JSON object on ``fd``, when that is the report pipe."""
+    if fd is None:
+        return
+    import json  # the runner's only: PID 1 parses with ``fastjson`` and never imports it
+
+    data = json.dumps(counts, sort_keys=True).encode()
+    too_many = max(len(counts.get("ids") or ()), len(counts.get("broken") or ())) > MAX_TEST_IDS
+    if too_many or len(data) > protocol.MAX_RUNNER_REPORT_BYTES:
+        # More ids than the report holds: none, and the host cannot compare (it says so).
+        counts = {**counts, "ids": None, "broken": [], "skipped_ids": None}
+        data = json.dumps(counts, sort_keys=True).encode()
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError as error:
+        print(f"run_tests: cannot write the runner report: {error}", file=sys.stderr)
+
+
+def take_report_fd() -> int | None:
+    """Move the report pipe off fd 3 (not inherited by the tests' own subprocesses)."""
+    try:
+        if not stat.S_ISFIFO(os.fstat(protocol.RUNNER_REPORT_FD).st_mode):
+            return None
+    except OSError:
+        return None
+    fd = os.dup(protocol.RUNNER_REPORT_FD)
+    os.close(protocol.RUNNER_REPORT_FD)
+    return fd

@@ -118,3 +118,33 @@ def test_more_modules_than_the_limit_keep_the_whole_suite_check(tmp_path: Path) 
     assert [c.outcome for c in result.candidates] == ["failed"]
     assert selectors(result) == [None, None]
     assert result.diff == ""
+
+
+HELPER_BUG = (
+    "def scale(x):\n    return x * 3\n\n\n"
+    "def double_all(xs):\n    return [scale(x) for x in xs]\n\n\n"
+    "def total(xs):\n    return sum(double_all(xs))\n\n\n"
+    "def unrelated(x):\n    return x\n"
+)
+HELPER_TESTS = (
+    "import unittest\n\nfrom lib import total, unrelated\n\n\n"
+    "class T(unittest.TestCase):\n"
+    "    def test_total(self):\n        self.assertEqual(total([1, 2]), 6)\n\n"
+    "    def test_unrelated(self):\n        self.assertEqual(unrelated(1), 1)\n"
+)
+HELPER_FIXED = "```python\ndef scale(x):\n    return x * 2\n```"
+
+
+def test_the_spectrum_shows_a_helper_no_traceback_names(tmp_path: Path) -> None:
+    """The failing assert is in the test; the bug is in a function the test never names.
+    The spectrum (which functions the failing test ran that the passing one did not)
+    puts it among the functions shown, so a candidate may rewrite it."""
+    root = tmp_path / "repo"
+    write_files(root, {"lib.py": HELPER_BUG, "test_lib.py": HELPER_TESTS})
+    result = repair(tmp_path, root, [HELPER_FIXED])
+    assert [c.outcome for c in result.candidates] == ["passed"], result.candidates
+    assert result.candidates[0].functions == ["scale"]
+    assert result.status == "SUCCEEDED", result.reason
+    trace = Path(result.trace_path).read_text().splitlines()
+    purposes = [json.loads(e).get("purpose") for e in trace if '"sandbox_run"' in e]
+    assert purposes.count("spectrum") == 1  # recorded as the sandbox run it is

@@ -10,6 +10,7 @@ from typing_extensions import override
 
 from sandbox_agent.sandbox.base import CancelToken, SandboxBackend, SandboxRequest, SandboxResult
 from sandbox_supervisor.run_tests import COLLECT_ONLY
+from sandbox_supervisor.spectrum import SPECTRUM_ARG
 
 
 class RecordingBackend(SandboxBackend):
@@ -67,8 +68,11 @@ class RecordingBackend(SandboxBackend):
 
 def purpose(request: SandboxRequest) -> str:
     """What a sandbox run was for, as the trace says it: ``baseline`` for the original's
-    collect-only run (issue 20, C8-1), ``tests`` for a test run."""
-    return "baseline" if COLLECT_ONLY in request.argv else "tests"
+    collect-only run (issue 20, C8-1), ``spectrum`` for the repair strategy's spectrum
+    run (a localisation hint), ``tests`` for a test run."""
+    if COLLECT_ONLY in request.argv:
+        return "baseline"
+    return "spectrum" if SPECTRUM_ARG in request.argv else "tests"
 
 
 def sandbox_run_fields(result: SandboxResult) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sandbox_agent import prompts
 from sandbox_agent.controller import records
-from sandbox_agent.errors import ToolDenied
+from sandbox_agent.errors import InfrastructureError, ToolDenied
 from sandbox_agent.repair.failures import failure_text
 from sandbox_agent.repair.localise import Context, localise_output
 from sandbox_agent.tools.toolbox import ToolBox
@@ -23,9 +23,10 @@ def read_text(toolbox: ToolBox, path: str) -> str | None:
         return None
 
 
-def localise_run(toolbox: ToolBox, output: str) -> Context:
-    """The functions to fix and the tests to show, from a failing run's output; the test
-    modules stand in for frames when the run left none (a timeout)."""
+def localise_run(toolbox: ToolBox, output: str, hint: str = "") -> Context:
+    """The functions to fix and the tests to show, from a failing run's output and the
+    output of a spectrum run (``spectrum_hint``); the test modules stand in for frames
+    when the run left none (a timeout)."""
     files, _more = toolbox.repository_files(records.MAX_FILES_WITH_TASK)
     protected = toolbox.policy.protected_reason
     return localise_output(
@@ -33,7 +34,18 @@ def localise_run(toolbox: ToolBox, output: str) -> Context:
         files,
         lambda path: read_text(toolbox, path),
         lambda path: protected(path) is not None,
+        hint=hint,
     )
+
+
+def spectrum_hint(toolbox: ToolBox) -> str:
+    """The output of a ``--spectrum`` run of the workspace (``ToolBox.run_spectrum``), or
+    "" when it cannot be had: a hint is never worth failing a run for (a backend that
+    cannot be reached fails the next test run instead, with its own reason)."""
+    try:
+        return toolbox.run_spectrum()
+    except (ToolDenied, InfrastructureError):
+        return ""
 
 
 def repair_prompt(task: str, output: str, context: Context) -> str:

@@ -30,6 +30,7 @@ from sandbox_agent.controller.repair_context import (
     nothing_to_repair,
     read_text,
     repair_prompt,
+    spectrum_hint,
 )
 from sandbox_agent.controller.steps import Steps, Strategy
 from sandbox_agent.providers.base import Exchange, ModelReply, ModelRequest, Sampling
@@ -145,7 +146,11 @@ class _Repair:
         output = baseline.sandbox.output.decode("utf-8", errors="replace")
         if baseline.status != "completed":  # no traceback may say where: say what happened
             output = f"The tests did not finish: {baseline.reason}\n{output}"
-        context = localise_run(self.toolbox, output)
+        # the spectrum (which functions the failing tests ran) ranks what is shown; not for
+        # a run that did not end (it would not end again) or a suite checked by module
+        spectral = baseline.status == "completed" and not check.silent
+        hint = spectrum_hint(self.toolbox) if spectral else ""
+        context = localise_run(self.toolbox, output, hint)
         if not context.targets:
             return LoopStop("finished", nothing_to_repair(context), untried=True)
         texts = {site.path: read_text(self.toolbox, site.path) for site in context.targets}

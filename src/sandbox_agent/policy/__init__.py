@@ -10,6 +10,7 @@ from sandbox_agent.policy.commands import (
     RunnerName,
     collect_command,
     runner_command,
+    spectrum_command,
 )
 from sandbox_agent.policy.policy import Policy
 from sandbox_agent.policy.protected import protected_reason
@@ -25,4 +26,5 @@ __all__ = [
     "detect_runner",
     "protected_reason",
     "runner_command",
+    "spectrum_command",
 ]

@@ -15,6 +15,7 @@ from sandbox_agent import denials
 from sandbox_agent.errors import ToolDenied
 from sandbox_supervisor.launch import RUNNER_ARGV
 from sandbox_supervisor.run_tests import COLLECT_ONLY
+from sandbox_supervisor.spectrum import SPECTRUM_ARG
 
 RunnerName = Literal["unittest", "pytest"]
 RUNNER_NAMES: tuple[RunnerName, ...] = ("unittest", "pytest")
@@ -85,3 +86,15 @@ def collect_command(runner: str) -> RunnerCommand:
     """
     command = runner_command(runner)
     return RunnerCommand((*command.argv, COLLECT_ONLY), command.workload_env)
+
+
+def spectrum_command(runner: str) -> RunnerCommand:
+    """The allowlisted runner over the whole suite, also printing which functions the
+    failing tests ran (``sandbox_supervisor.spectrum``): the repair strategy's
+    localisation hint. Never a model's choice: the controller runs it itself.
+
+    Raises:
+        ToolDenied: ``command.not_allowlisted`` for an unknown runner.
+    """
+    command = runner_command(runner)
+    return RunnerCommand((*command.argv, SPECTRUM_ARG), command.workload_env)

@@ -21,13 +21,14 @@ Everything is bounded: a few targets, a few tests, a character budget for each.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
-from sandbox_agent.repair import failures
+from sandbox_agent.repair import failures, spectrum
 from sandbox_agent.repair.failures import Frame
 from sandbox_agent.repair.imports import Protected, Read, Resolver, imported, parse
 from sandbox_agent.repair.members import SETUPS, mentions, methods, ranked
+from sandbox_agent.repair.spectrum import Suspect
 
 MAX_TARGETS = 3
 MAX_TESTS = 3
@@ -279,6 +280,8 @@ def localise(
     protected: Protected,
     test_files: tuple[str, ...] = (),
     missing: Sequence[tuple[str, str]] = (),
+    *,
+    suspects: Sequence[Suspect] = (),
 ) -> Context:
     """The functions to fix and the failing tests to show, from a failing run's frames
     (``test_files``: the test modules, for a run that left none; ``missing``: the
@@ -303,25 +306,59 @@ def localise(
     for frame in editable:  # no more than can be shown: each frame parses its file
         if len(raised) < MAX_TARGETS and (site := site_of(frame)):
             raised.setdefault((site.path, site.qualname), site)
+    spectral = [site for _, site in _spectral(suspects, list(raised), text_of, protected)]
     if raised:
         paths = list(dict.fromkeys(frame.path for frame in editable))
         first, *further = raised.values()
         setters = initialisers(missing, paths, text_of, protected)
         # where it was raised, then where a missing attribute should have been set, then
-        # the frames further out; then what those call, while there is room
-        targets = _first(MAX_TARGETS, [first, *setters, *further])
+        # the frames further out; then the spectrum's suspects, then what the targets call,
+        # while there is room
+        targets = _first(MAX_TARGETS, [first, *setters, *further, *spectral])
         called = [callee for site in targets for callee in callees(site, text_of(site.path) or "")]
         return Context(_first(MAX_TARGETS, [*targets, *called]), tuple(tests.values()))
     failing = [site.path for site in tests.values()] or list(test_files[:MAX_TESTS])
     searched = tuple(dict.fromkeys(failing))
     found = _imported_sites(searched, list(tests.values()), text_of, protected)
+    if spectral:  # no frame: the functions the failing tests ran, then what they import
+        found = list(_first(MAX_TARGETS, [*spectral, *found]))
     return Context(tuple(found), tuple(tests.values()), searched)
 
 
-def localise_output(output: str, files: Iterable[str], read: Read, protected: Protected) -> Context:
-    """``localise`` from a failing run's output: its frames and missing attributes, with
+def _spectral(
+    suspects: Sequence[Suspect],
+    raised: list[tuple[str, str]],
+    text_of: Callable[[str], str | None],
+    protected: Protected,
+) -> list[tuple[float, Site]]:
+    """The editable functions the spectrum names, most suspicious first; among equals,
+    those the traceback reached first (innermost), then in the spectrum's order."""
+    found: list[tuple[float, int, int, Site]] = []
+    for index, suspect in enumerate(suspects):
+        text = None if protected(suspect.path) else text_of(suspect.path)
+        site = None if text is None else function_at(suspect.path, text, suspect.line)
+        if site is not None:
+            key = (site.path, site.qualname)
+            rank = raised.index(key) if key in raised else len(raised)
+            found.append((suspect.score, rank, index, site))
+    found.sort(key=lambda item: (-item[0], item[1], item[2]))
+    return [(score, site) for score, _, _, site in found]
+
+
+def localise_output(
+    output: str,
+    files: Iterable[str],
+    read: Read,
+    protected: Protected,
+    *,
+    hint: str = "",
+) -> Context:
+    """``localise`` from a failing run's output: its frames and missing attributes, and
+    the spectrum in ``hint`` (the output of a ``--spectrum`` run of the same tree), with
     the repository's protected Python ``files`` as the test modules for a run that left
     no frame (what a run shows the model, and what ``make localise-recall`` measures)."""
     tests = tuple(f for f in files if f.endswith(".py") and protected(f))
     missing = failures.missing_attributes(output)
-    return localise(failures.frames(output), read, protected, tests, missing)
+    suspects = spectrum.suspects(hint) if hint else []
+    frames = failures.frames(output)
+    return localise(frames, read, protected, tests, missing, suspects=suspects)

@@ -6,7 +6,7 @@ import time
 
 from sandbox_agent import denials
 from sandbox_agent.errors import ToolDenied, WorkspaceError
-from sandbox_agent.policy import Policy, runner_command
+from sandbox_agent.policy import Policy, runner_command, spectrum_command
 from sandbox_agent.sandbox.base import (
     CancelToken,
     EnvironmentMount,
@@ -158,6 +158,29 @@ class ToolBox:
         if tree is not None and run.attested and run.sandbox.status == "completed":
             self._last_suite_run = (tree, run)
         return run
+
+    def run_spectrum(self) -> str:
+        """The whole suite once more with the runner's spectrum of which functions the
+        failing tests ran (``sandbox_supervisor.spectrum``), in a fresh sandbox under the
+        same rules; its output, for ``repair.spectrum`` to read as a localisation hint.
+        No verdict is taken from it and the model is never shown it.
+
+        Raises:
+            ToolDenied: ``command.not_allowlisted``.
+            InfrastructureError: the sandbox backend cannot be reached.
+        """
+        command = spectrum_command(self.policy.runner)
+        request = SandboxRequest(
+            argv=command.argv,
+            workspace=self.workspace.root,
+            runtime=self.runtime,
+            limits=self.limits,
+            workload_env=command.workload_env,
+            labels={RUN_LABEL: "spectrum"},
+            environment=self.environment,
+        )
+        result = self.sandbox.run(request, self.cancel)
+        return result.output.decode("utf-8", errors="replace")
 
     def prestart(self, count: int = 1) -> None:
         """Have the sandboxes of the next ``count`` whole-suite runs made ahead (the backend
