@@ -68,6 +68,9 @@ def test_the_last_line_counts() -> None:
         line(1, 0, [["a.py", 1, 1, 0]] * 21),
         MARK + json.dumps({"failed": 1, "passed": 0, "functions": [["x" * 5000, 1, 1, 0]]}),
         MARK + "{" + " " * 70_000 + "}",
+        # nested past the parser's recursion limit, under the length cap (an outside
+        # review's crash of the controller: json.loads raised RecursionError)
+        MARK + '{"failed":1,"passed":1,"functions":' + "[" * 30_000 + "]" * 30_000 + "}",
     ],
 )
 def test_anything_malformed_is_no_hint(text: str) -> None:

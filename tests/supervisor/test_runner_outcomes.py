@@ -72,6 +72,45 @@ UNITTEST_ATTACKS = {
         "        frame = frame.f_back\n"
         "    return a - b\n"
     ),
+    # the second review (2026-12-05): the guard read the flag when the part raised
+    "the outcome's expecting_failure set from the test's frame": (
+        "import sys\n"
+        "def add(a, b):\n"
+        "    frame = sys._getframe(1)\n"
+        "    while frame is not None:\n"
+        "        outcome = getattr(frame.f_locals.get('self'), '_outcome', None)\n"
+        "        if outcome is not None:\n"
+        "            outcome.expecting_failure = True\n"
+        "        frame = frame.f_back\n"
+        "    return a - b\n"
+    ),
+    "the outcome's expecting_failure set before a subtest": (
+        "import sys\n"
+        "def add(a, b):\n"
+        "    frame = sys._getframe(1)\n"
+        "    while frame is not None:\n"
+        "        outcome = getattr(frame.f_locals.get('self'), '_outcome', None)\n"
+        "        if outcome is not None:\n"
+        "            outcome.expecting_failure = True\n"
+        "        frame = frame.f_back\n"
+        "    return a - b\n"
+    ),
+    "test methods wrapped by a replaced __build_class__": (
+        "import builtins\n"
+        "_build = builtins.__build_class__\n"
+        "def _quiet(f):\n"
+        "    def run(*a, **k):\n"
+        "        try:\n            f(*a, **k)\n"
+        "        except Exception:\n            pass\n"
+        "    return run\n"
+        "def _b(func, name, *bases, **kw):\n"
+        "    cls = _build(func, name, *bases, **kw)\n"
+        "    for key, value in list(vars(cls).items()):\n"
+        "        if key.startswith('test') and callable(value):\n"
+        "            setattr(cls, key, _quiet(value))\n"
+        "    return cls\n"
+        "builtins.__build_class__ = _b\n" + BUG
+    ),
 }
 
 PYTEST_ATTACKS = {
@@ -130,9 +169,19 @@ def _report(run: Supervised) -> dict[str, Any]:
     return report
 
 
+SUBTEST = (
+    "import unittest\nimport calc\n\n"
+    "class T(unittest.TestCase):\n"
+    "    def test_add(self):\n"
+    "        got = calc.add(2, 3)\n"
+    "        with self.subTest(case=1):\n            self.assertEqual(got, 5)\n"
+)
+
+
 @pytest.mark.parametrize("name", list(UNITTEST_ATTACKS))
 def test_unittest_failures_hidden_from_the_result_still_fail(tmp_path: Path, name: str) -> None:
-    repo = write_files(tmp_path, {"calc.py": UNITTEST_ATTACKS[name], "test_calc.py": TEST})
+    test = SUBTEST if "subtest" in name else TEST
+    repo = write_files(tmp_path, {"calc.py": UNITTEST_ATTACKS[name], "test_calc.py": test})
     run = _run(repo, "unittest")
     report = _report(run)
     assert run.exit_code == 1, name
@@ -212,6 +261,7 @@ def test_unittest_cases_under_pytest_keep_their_skips(tmp_path: Path) -> None:
     [
         ("unittest", "no-op lists from TestResult.__init__"),
         ("unittest", "the outcome's result swapped for a dummy"),
+        ("unittest", "the outcome's expecting_failure set from the test's frame"),
         ("pytest", "TestReport.__init__ turns failed into passed"),
         ("pytest", "a makereport hookwrapper registered on the Config found by gc"),
     ],

@@ -50,7 +50,7 @@ def reply_text(completion: ChatCompletion, *, native: bool = True) -> tuple[str,
     first = calls[0].function
     try:
         args = json.loads(first.arguments)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the parser's limit
         return first.arguments, (*notes, "tool arguments are not JSON; passed on as-is")
     if not isinstance(args, dict):
         return first.arguments, (*notes, "tool arguments are not an object; passed on as-is")

@@ -124,7 +124,7 @@ def past_call(reply: str, offered: Iterable[str]) -> PastCall | None:
     """
     try:
         parsed = json.loads(reply)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the parser's limit
         return None
     if not isinstance(parsed, dict) or set(parsed) != {"tool", "args"}:
         return None

@@ -35,7 +35,7 @@ def suspects(output: str) -> list[Suspect]:
         return []
     try:
         body = json.loads(found[-1][len(MARK) :])
-    except ValueError:
+    except (ValueError, RecursionError, MemoryError):  # nested past the parser's limit
         return []
     if not isinstance(body, dict) or not _count(body.get("failed")):
         return []

@@ -22,6 +22,7 @@ from sandbox_agent.sandbox.base import (
     SandboxResult,
 )
 from sandbox_supervisor.run_tests import COLLECT_ONLY
+from sandbox_supervisor.spectrum import SPECTRUM_ARG
 
 ScriptedResult = SandboxResult | Callable[[SandboxRequest], SandboxResult]
 
@@ -34,18 +35,24 @@ class FakeBackend(SandboxBackend):
         results: Iterable[ScriptedResult] = (),
         *,
         collected: ScriptedResult | None = None,
+        spectrum: ScriptedResult | None = None,
     ) -> None:
         """Args:
         results: one result (or a function of the request) per expected run, in order.
         collected: the answer to every collect-only run (the controller's baseline of the
             original's test ids, made in the background); a suite of no tests by default.
             These runs take nothing from ``results`` and are listed in ``collect_requests``.
+        spectrum: the answer to every spectrum run (the repair strategy's localisation
+            hint, ``run_tests RUNNER --spectrum``); by default one that prints none.
+            These runs take nothing from ``results`` either (``spectrum_requests``).
         """
         self._script = list(results)
         self._collected = collected or _no_tests
         self.requests: list[SandboxRequest] = []
         """Every request received, in order (collect-only runs apart)."""
         self.collect_requests: list[SandboxRequest] = []
+        self._spectrum = spectrum or _no_spectrum
+        self.spectrum_requests: list[SandboxRequest] = []
         self.closed = False
 
     def add(self, *results: ScriptedResult) -> None:
@@ -57,6 +64,11 @@ class FakeBackend(SandboxBackend):
         if request.argv[-1:] == (COLLECT_ONLY,):
             self.collect_requests.append(request)
             scripted = self._collected
+            result = scripted(request) if callable(scripted) else scripted
+            return result.model_copy(update={"runtime": request.runtime})
+        if request.argv[-1:] == (SPECTRUM_ARG,):
+            self.spectrum_requests.append(request)
+            scripted = self._spectrum
             result = scripted(request) if callable(scripted) else scripted
             return result.model_copy(update={"runtime": request.runtime})
         self.requests.append(request)
@@ -151,3 +163,8 @@ def collected_ids(
 def _no_tests(request: SandboxRequest) -> SandboxResult:
     """The default collect-only answer: the runner asked for found no test."""
     return collected_ids([], runner=request.argv[-2])
+
+
+def _no_spectrum(request: SandboxRequest) -> SandboxResult:
+    """The default spectrum answer: the suite ran and printed no spectrum (no hint)."""
+    return completed(exit_code=1, failures=1, runner=request.argv[-2])

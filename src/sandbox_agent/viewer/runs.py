@@ -162,7 +162,7 @@ def _first_event(folder: Folder, parts: tuple[str, ...]) -> dict[str, Any] | Non
         return None
     try:
         event = json.loads(head.split(b"\n", 1)[0])
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the parser's limit
         return None
     return event if isinstance(event, dict) else None
 
