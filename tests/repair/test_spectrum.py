@@ -48,8 +48,8 @@ def test_suspects_are_ranked_by_ochiai() -> None:
 
 
 def test_the_last_line_counts() -> None:
-    first = line(1, 0, [["a.py", 1, 1, 0]])
-    last = line(1, 0, [["b.py", 2, 1, 0]])
+    first = line(1, 1, [["a.py", 1, 1, 0]])
+    last = line(1, 1, [["b.py", 2, 1, 0]])
     assert suspects(f"{first}\n{last}\n") == [Suspect("b.py", 2, 1.0)]
 
 
@@ -60,13 +60,14 @@ def test_the_last_line_counts() -> None:
         MARK + "not json",
         MARK + "[]",
         line(0, 3, [["a.py", 1, 1, 0]]),  # more failing runs than failing tests
-        line(1, 0, [["a.py", 1, 0, 0]]),  # run by no failing test
-        line(1, 0, [["a.py", -1, 1, 0]]),
-        line(1, 0, [["a.py", True, 1, 0]]),
-        line(1, 0, [["a.py", 1, 1]]),
-        line(1, 0, [[1, 1, 1, 0]]),
-        line(1, 0, [["a.py", 1, 1, 0]] * 21),
-        MARK + json.dumps({"failed": 1, "passed": 0, "functions": [["x" * 5000, 1, 1, 0]]}),
+        line(2, 0, [["a.py", 1, 2, 0]]),  # no passing test: nothing told apart
+        line(1, 1, [["a.py", 1, 0, 0]]),  # run by no failing test
+        line(1, 1, [["a.py", -1, 1, 0]]),
+        line(1, 1, [["a.py", True, 1, 0]]),
+        line(1, 1, [["a.py", 1, 1]]),
+        line(1, 1, [[1, 1, 1, 0]]),
+        line(1, 1, [["a.py", 1, 1, 0]] * 21),
+        MARK + json.dumps({"failed": 1, "passed": 1, "functions": [["x" * 5000, 1, 1, 0]]}),
         MARK + "{" + " " * 70_000 + "}",
         # nested past the parser's recursion limit, under the length cap (an outside
         # review's crash of the controller: json.loads raised RecursionError)
@@ -92,7 +93,7 @@ def test_with_no_frame_in_editable_code_the_spectrum_comes_first() -> None:
 
 
 def test_a_protected_or_unknown_suspect_is_never_shown() -> None:
-    spectrum = line(1, 0, [["test_lib.py", 7, 1, 0], ["gone.py", 1, 1, 0], ["lib.py", 99, 1, 0]])
+    spectrum = line(1, 1, [["test_lib.py", 7, 1, 0], ["gone.py", 1, 1, 0], ["lib.py", 99, 1, 0]])
     assert _context(spectrum) == ["total", "unrelated"]
 
 
@@ -119,5 +120,5 @@ def test_with_frames_the_spectrum_comes_after_them_and_before_callees() -> None:
         return [site.qualname for site in context.targets]
 
     assert shown("") == ["total", "double_all"]  # where it was raised, then its callee
-    spectrum = line(1, 0, [["lib.py", 1, 1, 0], ["lib.py", 5, 1, 0]])
+    spectrum = line(1, 1, [["lib.py", 1, 1, 0], ["lib.py", 5, 1, 0]])
     assert shown(spectrum) == ["total", "scale", "double_all"]

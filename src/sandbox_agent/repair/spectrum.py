@@ -5,7 +5,9 @@ failing tests ran and how many passing tests ran them too. That line is part of 
 run's output, which code under test can write to as well: it is parsed here as
 untrusted data (the last such line, bounded in length and shape; anything else is no
 hint) and only ever ranks what the model is shown. A function run by every failing test
-and no passing one scores 1 (Ochiai's measure, ``f / sqrt(F * (f + p))``).
+and no passing one scores 1 (Ochiai's measure, ``f / sqrt(F * (f + p))``). With no
+passing test at all (a HumanEvalFix row's one docstring test) every function the tests
+ran scores alike: that is no hint either, and what is shown stays as without one.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ def suspects(output: str) -> list[Suspect]:
         return []
     if not isinstance(body, dict) or not _count(body.get("failed")):
         return []
+    if not _count(body.get("passed")) or body["passed"] == 0:
+        return []  # no passing test to tell the failing tests' functions apart by
     failed = body["failed"]
     rows = body.get("functions")
     if not isinstance(rows, list) or len(rows) > MAX_FUNCTIONS:
