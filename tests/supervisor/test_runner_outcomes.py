@@ -84,17 +84,6 @@ UNITTEST_ATTACKS = {
         "        frame = frame.f_back\n"
         "    return a - b\n"
     ),
-    "the outcome's expecting_failure set before a subtest": (
-        "import sys\n"
-        "def add(a, b):\n"
-        "    frame = sys._getframe(1)\n"
-        "    while frame is not None:\n"
-        "        outcome = getattr(frame.f_locals.get('self'), '_outcome', None)\n"
-        "        if outcome is not None:\n"
-        "            outcome.expecting_failure = True\n"
-        "        frame = frame.f_back\n"
-        "    return a - b\n"
-    ),
     "test methods wrapped by a replaced __build_class__": (
         "import builtins\n"
         "_build = builtins.__build_class__\n"
@@ -112,6 +101,9 @@ UNITTEST_ATTACKS = {
         "builtins.__build_class__ = _b\n" + BUG
     ),
 }
+UNITTEST_ATTACKS["the outcome's expecting_failure set before a subtest"] = UNITTEST_ATTACKS[
+    "the outcome's expecting_failure set from the test's frame"
+]  # the same code; the test runs it before a subtest (SUBTEST)
 
 PYTEST_ATTACKS = {
     "TestReport.__init__ turns failed into passed": (

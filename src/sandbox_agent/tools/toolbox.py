@@ -6,7 +6,7 @@ import time
 
 from sandbox_agent import denials
 from sandbox_agent.errors import ToolDenied, WorkspaceError
-from sandbox_agent.policy import Policy, runner_command, spectrum_command
+from sandbox_agent.policy import Policy, RunnerCommand, runner_command, spectrum_command
 from sandbox_agent.sandbox.base import (
     CancelToken,
     EnvironmentMount,
@@ -169,16 +169,7 @@ class ToolBox:
             ToolDenied: ``command.not_allowlisted``.
             InfrastructureError: the sandbox backend cannot be reached.
         """
-        command = spectrum_command(self.policy.runner)
-        request = SandboxRequest(
-            argv=command.argv,
-            workspace=self.workspace.root,
-            runtime=self.runtime,
-            limits=self.limits,
-            workload_env=command.workload_env,
-            labels={RUN_LABEL: "spectrum"},
-            environment=self.environment,
-        )
+        request = self._request_for(spectrum_command(self.policy.runner), "spectrum")
         result = self.sandbox.run(request, self.cancel)
         return result.output.decode("utf-8", errors="replace")
 
@@ -229,14 +220,16 @@ class ToolBox:
         Raises:
             ToolDenied: ``command.not_allowlisted`` or ``command.bad_selector``.
         """
-        command = runner_command(self.policy.runner, selector)
+        return self._request_for(runner_command(self.policy.runner, selector), "run_tests")
+
+    def _request_for(self, command: RunnerCommand, purpose: str) -> SandboxRequest:
         return SandboxRequest(
             argv=command.argv,
             workspace=self.workspace.root,
             runtime=self.runtime,
             limits=self.limits,
             workload_env=command.workload_env,
-            labels={RUN_LABEL: "run_tests"},
+            labels={RUN_LABEL: purpose},
             environment=self.environment,
         )
 
