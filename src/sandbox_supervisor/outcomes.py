@@ -55,7 +55,7 @@ class Ledger:
         self.errors = 0
         self.skips = 0
         """Skips told (unittest: one per skipped test or subtest, as its ``skipped`` list)."""
-        self.skipped_ids: list[str] = []
+        self._skipped: dict[str, None] = {}
 
     def saw(self, test_id: str, what: str) -> None:
         """A guard saw a part of ``test_id`` end ``failed`` or ``skipped`` (failed wins)."""
@@ -68,8 +68,13 @@ class Ledger:
         self.failures += outcome == "failure"
         self.errors += outcome == "error"
         self.skips += outcome == "skip"
-        if outcome in ("skip", "xfail") and test_id not in self.skipped_ids:
-            self.skipped_ids.append(test_id)
+        if outcome in ("skip", "xfail"):
+            self._skipped[test_id] = None
+
+    @property
+    def skipped_ids(self) -> list[str]:
+        """The tests a skip (or an expected failure) was told for, in order, once each."""
+        return list(self._skipped)
 
     def failing(self) -> set[str]:
         """The tests a failure or an error was told for."""

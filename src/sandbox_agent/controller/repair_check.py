@@ -31,7 +31,7 @@ class Checked(NamedTuple):
 
 
 class Check:
-    """Test the current tree: the whole suite (``modules`` None), or each module that
+    """Test the current tree: the whole suite (the one selector None), or each module that
     reported on the original, against that module's original run."""
 
     def __init__(self, steps: Steps, original: dict[str | None, TestRun], silent: tuple[str, ...]):
