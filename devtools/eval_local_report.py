@@ -39,6 +39,15 @@ NO_CHANGE_KINDS = ("summarise", "review", "false_report")
 """The 10-task set's kinds that need no code change (issue 29's goal: none is made)."""
 
 
+def _recorded_repair(folder: Path) -> dict[str, Any] | None:
+    """The repair options an evaluation in ``folder`` ran with, as its journal's identity
+    records them; None when there is none."""
+    if not (folder / JOURNAL_FILE).is_file():
+        return None
+    repair = Journal.existing(folder).identity.get("repair")
+    return repair if isinstance(repair, dict) else None
+
+
 class Stage(NamedTuple):
     """One eval's runs, and whether the eval finished (its report.json was written)."""
 
@@ -274,11 +283,16 @@ def write_local_report(
     budgets: dict[str, Any],
     wall_seconds: float,
 ) -> tuple[Path, Path]:
-    """Write ``<date>-local-<model>.md`` and ``.json`` into ``report_dir``."""
-    stages = {
-        name: _load_stage(results / name)
-        for name in ("humanevalfix", "fixtures", "realrepos", "humanevalfix-tools")
-    }
+    """Write ``<date>-local-<model>.md`` and ``.json`` into ``report_dir``. The repair
+    options said are those the evaluations recorded (their journals' identity), not this
+    code's defaults: a report is often rebuilt from a pinned commit's results."""
+    names = ("humanevalfix", "fixtures", "realrepos", "humanevalfix-tools")
+    stages = {name: _load_stage(results / name) for name in names}
+    recorded = next(
+        (r for name in names if (r := _recorded_repair(results / name)) is not None), None
+    )
+    if recorded is not None:
+        budgets = {**budgets, "repair": recorded}
     oneshot = load_records(results / ONESHOT_FILE)
     bestof = load_bestof(results / BESTOF_FILE)
     server = _server()
