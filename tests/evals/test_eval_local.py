@@ -146,13 +146,17 @@ def test_the_report_is_built_from_the_results_folder(tmp_path: Path) -> None:
         EvalOptions(trace_dir=tmp_path / "traces"),
         backend_factory=FakeBackend,
         run_task=fake_run_task,
-        journal=Journal(results / "fixtures", {"suite": "fixtures"}, resume=False),
+        journal=Journal(
+            results / "fixtures", {"suite": "fixtures", "repair": {"candidates": 7}}, resume=False
+        ),
     )  # a stage stopped after its first run: only its journal is there
     md, js = write_local_report(
-        results, tmp_path / "out", subset=["task-good"], split="test", budgets={"repeats": 3},
-        wall_seconds=1,
+        results, tmp_path / "out", subset=["task-good"], split="test",
+        budgets={"repeats": 3, "repair": {"candidates": 5, "module_checks": 8}}, wall_seconds=1,
     )  # fmt: skip
     data = json.loads(js.read_text())
+    # the options the evaluation recorded, not those of the code that writes the report
+    assert data["budgets"]["repair"] == {"candidates": 7}
     assert data["suites"]["humanevalfix"]["summary"]["runs"] == 2
     assert data["suites"]["humanevalfix"]["state"] == "complete"
     assert data["suites"]["fixtures"]["state"] == "partial: 1 of 30 runs"
