@@ -148,3 +148,20 @@ def test_the_spectrum_shows_a_helper_no_traceback_names(tmp_path: Path) -> None:
     trace = Path(result.trace_path).read_text().splitlines()
     purposes = [json.loads(e).get("purpose") for e in trace if '"sandbox_run"' in e]
     assert purposes.count("spectrum") == 1  # recorded as the sandbox run it is
+
+
+@pytest.mark.parametrize("runner", ["unittest", "pytest"])
+def test_a_module_that_does_not_compile_is_named_in_the_reason(tmp_path: Path, runner: str) -> None:
+    """An outside review read "no traceback frame reaches an editable file" for a
+    SyntaxError whose traceback named the file: no function of a module that does not
+    compile can be spliced, and the reason now says which module and why."""
+    root = tmp_path / "repo"
+    files = {"lib.py": "def scale(x):\n    return x *\n", "test_lib.py": HELPER_TESTS}
+    if runner == "pytest":
+        files["conftest.py"] = ""
+    write_files(root, files)
+    result = repair(tmp_path, root, [HELPER_FIXED])
+    assert result.status == "FAILED"
+    assert result.budget_used.iterations == 0  # no model call
+    assert "lib.py (SyntaxError at line 2) does not compile" in result.reason, result.reason
+    assert "--strategy tools" in result.reason

@@ -6,7 +6,7 @@ from __future__ import annotations
 from sandbox_agent import prompts
 from sandbox_agent.controller import records
 from sandbox_agent.errors import InfrastructureError, ToolDenied
-from sandbox_agent.repair.failures import failure_text
+from sandbox_agent.repair.failures import failure_text, syntax_errors
 from sandbox_agent.repair.localise import Context, localise_output
 from sandbox_agent.tools.toolbox import ToolBox
 
@@ -60,6 +60,20 @@ def repair_prompt(task: str, output: str, context: Context) -> str:
         editable=", ".join(dict.fromkeys(s.path for s in context.targets)),
         what=prompts.what_to_write(s.qualname for s in context.targets),
         only=prompts.only_changed(s.qualname for s in context.targets),
+    )
+
+
+def does_not_compile(toolbox: ToolBox, output: str) -> str | None:
+    """Why no function can be repaired when ``output`` says editable modules could not be
+    compiled (``failures.syntax_errors``): none of theirs can be spliced. None otherwise."""
+    protected = toolbox.policy.protected_reason
+    broken = [item for item in syntax_errors(output) if protected(item[0]) is None]
+    if not broken:
+        return None
+    named = ", ".join(f"{path} ({kind} at line {line})" for path, line, kind in broken)
+    return (
+        f"the repair strategy found no function to repair: {named} does not compile, and "
+        "it rewrites functions of modules that do; fix the syntax, or try --strategy tools"
     )
 
 

@@ -26,6 +26,7 @@ from sandbox_agent.controller.repair_answer import answer
 from sandbox_agent.controller.repair_check import Check, module_check
 from sandbox_agent.controller.repair_context import (
     FAILURE_CHARS,
+    does_not_compile,
     localise_run,
     nothing_to_repair,
     read_text,
@@ -139,6 +140,9 @@ class _Repair:
             # unless the task allows a repository without tests (then it is read-only)
             if self.config.allow_no_tests:
                 return answer(self.steps, prompts.ANSWER_NO_TESTS, self.options.seed)
+            printed = baseline.sandbox.output.decode("utf-8", errors="replace")
+            if broken := does_not_compile(self.toolbox, printed):
+                return LoopStop("finished", broken, untried=True)
             return LoopStop("finished", f"the visible tests: {baseline.reason}")
         if baseline.status not in BUG_STOPS:
             why = f"the visible tests did not run to an end ({baseline.reason})"
@@ -152,7 +156,8 @@ class _Repair:
         hint = spectrum_hint(self.toolbox) if spectral else ""
         context = localise_run(self.toolbox, output, hint)
         if not context.targets:
-            return LoopStop("finished", nothing_to_repair(context), untried=True)
+            why = does_not_compile(self.toolbox, output) or nothing_to_repair(context)
+            return LoopStop("finished", why, untried=True)
         texts = {site.path: read_text(self.toolbox, site.path) for site in context.targets}
         original = {path: text for path, text in texts.items() if text is not None}
         if len(original) != len(texts):  # localise read them a moment ago

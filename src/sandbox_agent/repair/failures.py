@@ -85,6 +85,27 @@ def missing_attributes(output: str) -> list[tuple[str, str]]:
     return list(dict.fromkeys(found))[:MAX_MISSING]
 
 
+_COMPILE_AT = re.compile(r'^(?:E\s+)?\s*File "(?P<path>[^"]+)", line (?P<line>\d+)\s*$')
+_COMPILE_ERROR = re.compile(r"^(?:E\s+)?(?P<kind>SyntaxError|IndentationError|TabError): ")
+
+
+def syntax_errors(output: str) -> list[tuple[str, int, str]]:
+    """``(path, line, kind)`` of each repository module the run could not compile, first
+    seen first: Python names such a module in a ``File "...", line N`` line of its own
+    (no function: nothing ran there), followed by the error."""
+    found: list[tuple[str, int, str]] = []
+    pending: tuple[str, int] | None = None
+    for line in output.splitlines():
+        if located := _COMPILE_AT.match(line):
+            pending = (located["path"], int(located["line"]))
+        elif (error := _COMPILE_ERROR.match(line.strip())) and pending is not None:
+            path = repo_path(pending[0])
+            if path is not None:
+                found.append((path, pending[1], error["kind"]))
+            pending = None
+    return list(dict.fromkeys(found))[:MAX_MISSING]
+
+
 def failure_text(output: str, limit: int) -> str:
     """The part of ``output`` that says what failed, within ``limit`` characters.
 
