@@ -94,8 +94,7 @@ def run(args: argparse.Namespace) -> int:
         _print_checks(report.checks)
         bad = report.first_bad_event
         if bad is not None:
-            reason = printable(bad.reason.encode("utf-8", "backslashreplace").decode("utf-8"))
-            print(f"first failing event: line {bad.line} (seq {bad.seq}): {reason}")
+            print(f"first failing event: line {bad.line} (seq {bad.seq}): {_shown(bad.reason)}")
         print("verified" if report.ok else f"NOT verified: {', '.join(report.failed())}")
     return 0 if report.ok else 1
 
@@ -129,7 +128,10 @@ def folders_held(folder: Path) -> list[str]:
 def _print_checks(checks: list[VerifyCheck]) -> None:
     """One line per check: ``ok``/``FAIL``, its name, what it found."""
     for check in checks:
-        # A detail can quote a hostile folder's text (a lone surrogate included, SR-11
-        # R11): escaped, never a traceback.
-        detail = printable(check.detail.encode("utf-8", "backslashreplace").decode("utf-8"))
-        print(f"{'ok  ' if check.ok else 'FAIL'} {check.name:<12} {detail}")
+        print(f"{'ok  ' if check.ok else 'FAIL'} {check.name:<12} {_shown(check.detail)}")
+
+
+def _shown(text: str) -> str:
+    """A hostile folder's text as a terminal may show it: a lone surrogate escaped (SR-11
+    R11: never a traceback), control and format characters replaced."""
+    return printable(text.encode("utf-8", "backslashreplace").decode("utf-8"))

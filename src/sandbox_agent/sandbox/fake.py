@@ -61,14 +61,14 @@ class FakeBackend(SandboxBackend):
 
     @override
     def run(self, request: SandboxRequest, cancel: CancelToken | None = None) -> SandboxResult:
-        if request.argv[-1:] == (COLLECT_ONLY,):
-            self.collect_requests.append(request)
-            scripted = self._collected
-            result = scripted(request) if callable(scripted) else scripted
-            return result.model_copy(update={"runtime": request.runtime})
-        if request.argv[-1:] == (SPECTRUM_ARG,):
-            self.spectrum_requests.append(request)
-            scripted = self._spectrum
+        # the controller's own side runs: answered apart, never from the script
+        side = {
+            COLLECT_ONLY: (self._collected, self.collect_requests),
+            SPECTRUM_ARG: (self._spectrum, self.spectrum_requests),
+        }.get(request.argv[-1])
+        if side is not None:
+            scripted, seen = side
+            seen.append(request)
             result = scripted(request) if callable(scripted) else scripted
             return result.model_copy(update={"runtime": request.runtime})
         self.requests.append(request)
