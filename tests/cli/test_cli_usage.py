@@ -217,3 +217,15 @@ def test_every_argument_of_every_command_has_help_showing_its_default() -> None:
     assert {"sandbox-agent run", "sandbox-agent eval", "sandbox-agent serve"} <= set(
         _every_parser()
     )
+
+
+def test_the_repair_flags_reach_the_repair_options_of_run_and_eval() -> None:
+    from sandbox_agent.commands.strategy import repair_options_from
+
+    for command in ("run", "eval"):
+        parser = build_parser(command)
+        extra = ["--task", "t", "--fixture", "paginator"] if command == "run" else []
+        args = parser.parse_args([command, *extra, "--focus", "off", "--candidates", "3"])
+        options = repair_options_from(args)
+        assert (options.focus, options.candidates) == ("off", 3)
+        assert repair_options_from(parser.parse_args([command, *extra])).focus == "rotate"

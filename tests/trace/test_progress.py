@@ -103,12 +103,15 @@ def test_the_repair_strategy_shows_its_steps_replies_and_candidates() -> None:
         turn(1, mode="text"),
         {"event": "candidate", "index": 1, "round": 0, "temperature": 0.0, "outcome": "failed",
          "reason": "1 of 3 tests fail", "tests_run": 3, "failures": 1},
+        {"event": "candidate", "index": 2, "round": 0, "temperature": 0.8, "outcome": "refused",
+         "reason": "the code is the same", "focus": "Cart.__init__\x1b[2K"},
     ])  # fmt: skip
 
     assert lines[1:] == [
         "  run_tests all tests: 3 run, 1 failed (completed, attested=True) (tool 0.3 s)",
         "  model reply 1 (model 2.1 s, 852 tokens)",
         "  candidate 1 (round 0, t=0): failed, 3 run, 1 failed: 1 of 3 tests fail",
+        "  candidate 2 (round 0, t=0.8, for Cart.__init__?[2K): refused: the code is the same",
     ]
 
 

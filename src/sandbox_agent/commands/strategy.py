@@ -7,11 +7,13 @@ import argparse
 from sandbox_agent.controller.models import (
     DEFAULT_CANDIDATE_TOKENS,
     DEFAULT_CANDIDATES,
+    DEFAULT_FOCUS,
     DEFAULT_MODULE_CHECKS,
     DEFAULT_ROUND_CANDIDATES,
     DEFAULT_ROUNDS,
     DEFAULT_SEED,
     DEFAULT_TEMPERATURE,
+    FOCUSES,
     STRATEGIES,
     RepairOptions,
     Strategy,
@@ -80,6 +82,14 @@ def add_strategy_arguments(parser: argparse.ArgumentParser) -> None:
         help="repair: when the suite never reports, check candidates module by module if "
         f"it has at most M test modules; 0: never (default {DEFAULT_MODULE_CHECKS})",
     )
+    group.add_argument(
+        "--focus",
+        choices=FOCUSES,
+        default=DEFAULT_FOCUS,
+        help="repair: rotate: with several functions shown, each sampled first-round "
+        "candidate asks for one of them in turn; off: every candidate asks for all "
+        f"(default {DEFAULT_FOCUS})",
+    )
 
 
 def strategy_for(args: argparse.Namespace) -> Strategy:
@@ -104,4 +114,5 @@ def repair_options_from(args: argparse.Namespace) -> RepairOptions:
         seed=args.seed,
         candidate_tokens=args.candidate_tokens,
         module_checks=args.module_checks,
+        focus=args.focus,
     )

@@ -87,6 +87,11 @@ DEFAULT_CANDIDATE_TOKENS = 1024
 """One function, at most (the one-shot baseline's cap too)."""
 DEFAULT_MODULE_CHECKS = 8
 """Test modules a silent suite is checked by, one sandbox run each per candidate."""
+Focus = Literal["rotate", "off"]
+FOCUSES: tuple[Focus, ...] = ("rotate", "off")
+DEFAULT_FOCUS: Focus = "rotate"
+"""``rotate``: when several functions are shown, each sampled first-round candidate asks
+for one of them in turn (docs/DECISIONS.md, "One function per sampled candidate")."""
 
 
 class RepairOptions(BaseModel):
@@ -112,6 +117,9 @@ class RepairOptions(BaseModel):
     """When the visible suite completes without a report (a test module ends the runner),
     candidates are checked module by module if the original collected at most this many
     modules; 0: never (``--module-checks``; docs/STRATEGIES.md)."""
+    focus: Focus = DEFAULT_FOCUS
+    """``rotate``: with several functions shown, the sampled first-round candidates ask
+    for one each, in the order shown (``--focus``); ``off``: every candidate asks for all."""
 
 
 class RunConfig(ChosenProvider):
@@ -251,6 +259,9 @@ class CandidateRecord(BaseModel):
     tests_run: int | None = None
     failures: int | None = None
     output_tokens: int = 0
+    focus: str | None = None
+    """The one function this candidate was asked for (``--focus rotate``); None: all
+    the functions shown."""
 
 
 class RunResult(BaseModel):

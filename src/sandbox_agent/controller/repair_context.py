@@ -7,7 +7,7 @@ from sandbox_agent import prompts
 from sandbox_agent.controller import records
 from sandbox_agent.errors import InfrastructureError, ToolDenied
 from sandbox_agent.repair.failures import failure_text, syntax_errors
-from sandbox_agent.repair.localise import Context, localise_output
+from sandbox_agent.repair.localise import Context, Site, localise_output
 from sandbox_agent.tools.toolbox import ToolBox
 
 FAILURE_CHARS = 2500
@@ -48,18 +48,21 @@ def spectrum_hint(toolbox: ToolBox) -> str:
         return ""
 
 
-def repair_prompt(task: str, output: str, context: Context) -> str:
+def repair_prompt(task: str, output: str, context: Context, focus: Site | None = None) -> str:
     """The first request's text: the task, the failure, the tests (read-only), the
-    functions to fix (with where they are), and what may be edited."""
+    functions to fix (with where they are), and what may be edited; the last line asks
+    for the functions shown, or for ``focus`` alone (one of them: the text before that
+    line is the same, so the server's prompt cache keeps it)."""
     tests = "".join(prompts.fenced(f"{s.header()} (read-only)", s.source) for s in context.tests)
+    asked = [s.qualname for s in ([focus] if focus is not None else context.targets)]
     return prompts.REPAIR_TASK.format(
         task=task,
         failure=failure_text(output, FAILURE_CHARS),
         tests=f"\nThe failing test (read-only):\n{tests}" if tests else "",
         targets="".join(prompts.fenced(s.header(), s.source) for s in context.targets),
         editable=", ".join(dict.fromkeys(s.path for s in context.targets)),
-        what=prompts.what_to_write(s.qualname for s in context.targets),
-        only=prompts.only_changed(s.qualname for s in context.targets),
+        what=prompts.what_to_write(asked),
+        only=prompts.only_changed(asked),
     )
 
 

@@ -7,7 +7,8 @@ Reading order (every step a tool call in the trace, every candidate a verified r
 2. Localise (``repair.localise``): the failing frames' functions in editable files, else
    what the failing tests import; ``read_file`` of each file shown.
 3. Round 0: ``candidates`` replies to one prompt, the first greedy, then sampled with
-   seeds ``seed + k``; each spliced into the original module (``repair.splice``),
+   seeds ``seed + k``, each asking for one of the functions shown in turn when there are
+   several (``repair_draws``); each spliced into the original module (``repair.splice``),
    applied with ``apply_patch`` (the policy holds) and tested in its own sandbox, made
    ahead while the model writes. The first to pass the visible tests ends the search.
 4. Rounds 1..R: from the best failing candidate and its concrete failure.
@@ -20,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sandbox_agent import prompts
+from sandbox_agent.controller import repair_draws as draws
 from sandbox_agent.controller.loop_common import LoopStop
 from sandbox_agent.controller.models import CandidateOutcome, CandidateRecord
 from sandbox_agent.controller.repair_answer import answer
@@ -37,7 +39,7 @@ from sandbox_agent.controller.steps import Steps, Strategy
 from sandbox_agent.providers.base import Exchange, ModelReply, ModelRequest, Sampling
 from sandbox_agent.repair.edits import edit_for
 from sandbox_agent.repair.failures import failure_text
-from sandbox_agent.repair.localise import Site
+from sandbox_agent.repair.localise import Context, Site
 from sandbox_agent.repair.splice import Refused, splice
 from sandbox_agent.tools.contracts import (
     ApplyPatchArgs,
@@ -49,8 +51,6 @@ from sandbox_agent.tools.contracts import (
 from sandbox_agent.tools.testrun import NO_TEST_RAN, TestRun
 
 INVALID_CODES = ("no_code", "cut_off", "syntax", "wrong_function")
-WARMER = 0.2
-WARMEST = 1.2
 """Refusals that are invalid outputs; a reply that changes nothing is a valid, useless one."""
 
 
@@ -170,12 +170,13 @@ class _Repair:
             # what the model is shown, recorded as the reads they are
             if isinstance(stop := self.steps.tool("read_file", ReadFileArgs(path=path)), LoopStop):
                 return self._settle(stop)
-        task = repair_prompt(self.config.task, output, context)
-        return self._search(task, list(context.targets))
+        return self._search(output, context)
 
-    def _search(self, task: str, targets: list[Site]) -> LoopStop:
+    def _search(self, output: str, context: Context) -> LoopStop:
         assert self.search is not None  # noqa: S101 - set by _run
         options = self.options
+        targets = list(context.targets)
+        task = repair_prompt(self.config.task, output, context)
         what = prompts.what_to_write(s.qualname for s in targets)
         only = prompts.only_changed(s.qualname for s in targets)
         history: list[Exchange] = []
@@ -186,11 +187,14 @@ class _Repair:
                 if not history:
                     break
             for slot in range(count):
-                sampling = self._sampling(slot)
-                asked = self._ask(task, history, sampling)
+                asked_so_far = len(self.search.candidates)
+                sampling = draws.sampling(options, slot, asked_so_far, self.search.repeats)
+                focus = draws.focus(options, targets, round_, slot)
+                prompt = repair_prompt(self.config.task, output, context, focus) if focus else task
+                asked = self._ask(prompt, history, sampling)
                 if isinstance(asked, LoopStop):
                     return self._settle(asked)
-                tried = self._try(asked, targets, round_, sampling)
+                tried = self._try(asked, targets, round_, sampling, focus)
                 if isinstance(tried, LoopStop):
                     return self._settle(tried)
                 if tried is not None and tried.run.passed:
@@ -206,21 +210,13 @@ class _Repair:
 
     # ------------------------------------------------------------------ candidates
 
-    def _sampling(self, slot: int) -> Sampling:
-        """Greedy first; then seeded samples. A sample that repeats earlier code (small
-        models copy the code they are shown) warms the next one by ``WARMER`` up to
-        ``WARMEST``: when samples collapse, diversity is what is missing."""
-        if slot == 0:
-            return Sampling(temperature=0.0, seed=self.options.seed)
-        search = self.search
-        index = len(search.candidates) if search else slot
-        repeats = search.repeats if search else 0
-        hottest = max(WARMEST, self.options.temperature)
-        warmth = min(self.options.temperature + WARMER * repeats, hottest)
-        return Sampling(temperature=round(warmth, 3), seed=self.options.seed + 1 + index)
-
     def _try(
-        self, reply: ModelReply, targets: list[Site], round_: int, sampling: Sampling
+        self,
+        reply: ModelReply,
+        targets: list[Site],
+        round_: int,
+        sampling: Sampling,
+        focus: Site | None = None,
     ) -> _Tried | LoopStop | None:
         """Splice, apply, test one reply; its record; None when it never reached a run."""
         search = self.search
@@ -232,6 +228,7 @@ class _Repair:
             "temperature": sampling.temperature,
             "seed": sampling.seed,
             "output_tokens": reply.usage.output_tokens,
+            "focus": focus.qualname if focus is not None else None,
         }
         try:
             texts, functions = self._splice(targets, reply)

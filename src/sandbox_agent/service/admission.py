@@ -34,7 +34,7 @@ REPAIR_MAXIMA: dict[str, str] = {
     "candidate_tokens": "max_run_candidate_tokens",
 }
 """Each repair option that costs model calls or sandboxes, and the setting that bounds it
-(``temperature`` and ``seed`` cost nothing: the option's own range bounds them)."""
+(``temperature``, ``seed`` and ``focus`` cost nothing: their own range bounds them)."""
 
 
 class Refused(SandboxAgentError):
@@ -97,7 +97,7 @@ def admit(request: SubmitRequest, settings: ServiceSettings) -> Admitted:
     if strategy == "repair":
         chosen = _within(request.repair, RepairOptions, REPAIR_MAXIMA, "repair", settings)
         if request.repair is not None:
-            for name in ("temperature", "seed"):
+            for name in ("temperature", "seed", "focus"):
                 value = getattr(request.repair, name)
                 if value is not None:
                     chosen[name] = value

@@ -19,6 +19,7 @@ from sandbox_agent.controller.models import (
     CandidateRecord,
     FinalTests,
     FixtureIntegrity,
+    Focus,
     RepairOptions,
     RunStatus,
     Strategy,
@@ -128,6 +129,8 @@ class RepairRequest(BaseModel):
     """Reply cap of one candidate (at most ``serve --max-run-candidate-tokens``)."""
     temperature: float | None = Field(None, gt=0, le=2.0, allow_inf_nan=False)
     seed: int | None = Field(None, ge=0, le=2**31 - 1_000)
+    focus: Focus | None = None
+    """``rotate`` or ``off``, as ``run --focus``."""
 
 
 class SubmitRequest(BaseModel):

@@ -201,11 +201,12 @@ class ProgressLines:
         tests = ""
         if isinstance(event.get("tests_run"), int):
             tests = f", {event['tests_run']} run, {int(_number(event.get('failures')))} failed"
+        focus = f", for {safe(event['focus'], 80)}" if isinstance(event.get("focus"), str) else ""
         self._waiting = "working"
         return [
             f"  candidate {int(_number(event.get('index')))} (round "
-            f"{int(_number(event.get('round')))}, t={_number(event.get('temperature')):g}): "
-            f"{safe(event.get('outcome'), 20)}{tests}: {safe(event.get('reason'))}"
+            f"{int(_number(event.get('round')))}, t={_number(event.get('temperature')):g}"
+            f"{focus}): {safe(event.get('outcome'), 20)}{tests}: {safe(event.get('reason'))}"
         ]
 
     def _on_tool_error(self, event: dict[str, Any]) -> list[str]:

@@ -1,0 +1,38 @@
+"""How each ``repair`` candidate is asked for: its sampling (greedy first, then seeded
+samples, warmed when they repeat) and, when several functions are shown, the one it
+asks for (``--focus``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sandbox_agent.controller.models import RepairOptions
+from sandbox_agent.providers.base import Sampling
+from sandbox_agent.repair.localise import Site
+
+WARMER = 0.2
+WARMEST = 1.2
+"""A sample whose code repeats earlier code warms the next one by ``WARMER``, up to
+``WARMEST`` (or ``--temperature``, if higher)."""
+
+
+def sampling(options: RepairOptions, slot: int, asked: int, repeats: int) -> Sampling:
+    """Greedy for a round's first candidate; otherwise sampled with seed ``seed + 1 +
+    asked`` (``asked``: candidates so far), at ``--temperature`` plus ``WARMER`` per
+    candidate so far that repeated earlier code (``repeats``): small models copy the
+    code they are shown, and when samples collapse, diversity is what is missing."""
+    if slot == 0:
+        return Sampling(temperature=0.0, seed=options.seed)
+    hottest = max(WARMEST, options.temperature)
+    warmth = min(options.temperature + WARMER * repeats, hottest)
+    return Sampling(temperature=round(warmth, 3), seed=options.seed + 1 + asked)
+
+
+def focus(options: RepairOptions, targets: Sequence[Site], round_: int, slot: int) -> Site | None:
+    """The one function a sampled first-round candidate asks for, in the order shown
+    (``--focus rotate``; docs/DECISIONS.md, "One function per sampled candidate"): shown
+    several, a small model most often wrote them all back unchanged. None: the candidate
+    asks for every function shown (the greedy one, later rounds, one function shown)."""
+    if options.focus == "off" or round_ > 0 or slot == 0 or len(targets) < 2:
+        return None
+    return targets[(slot - 1) % len(targets)]

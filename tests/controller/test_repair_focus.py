@@ -1,0 +1,187 @@
+"""``--focus rotate``: with several functions shown, the sampled first-round candidates
+each ask for one of them in turn (docs/DECISIONS.md, "One function per sampled
+candidate"); the prompt is the same but for its last line. Scripted candidates, the
+shipped FakeBackend."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sandbox_agent.controller import RunConfig, RunResult, run_task
+from sandbox_agent.controller import repair_draws as draws
+from sandbox_agent.controller.models import RepairOptions
+from sandbox_agent.providers.base import ModelReply, ModelRequest
+from sandbox_agent.providers.options import PlanOptions
+from sandbox_agent.providers.scripted import ScriptedProvider
+from sandbox_agent.repair.localise import Site
+from sandbox_agent.sandbox.base import SandboxResult
+from sandbox_agent.sandbox.fake import FakeBackend, completed
+
+CART = """\
+class Cart:
+    def __init__(self, prices, discount=None):
+        self.prices = list(prices)
+        self.discount = discount if discount is not None else 0.5
+
+    def subtotal(self):
+        return sum(self.prices)
+
+    def total(self):
+        return self.subtotal() * (1 - self.discount)
+"""
+CART_TESTS = """\
+import unittest
+
+from shop.cart import Cart
+
+
+class CartTests(unittest.TestCase):
+    def test_total(self):
+        cart = Cart([2, 3])
+        self.assertEqual(cart.total(), 5)
+"""
+OUTPUT = b"""\
+F
+======================================================================
+FAIL: test_total (tests.test_cart.CartTests.test_total)
+----------------------------------------------------------------------
+Traceback (most recent call last):
+  File "/workspace/tests/test_cart.py", line 9, in test_total
+    self.assertEqual(cart.total(), 5)
+AssertionError: 2.5 != 5
+
+----------------------------------------------------------------------
+Ran 1 test in 0.001s
+
+FAILED (failures=1)
+"""
+FAILING = completed(exit_code=1, tests_run=1, failures=1, output=OUTPUT)
+PASSING = completed(exit_code=0, tests_run=1)
+ECHO_TOTAL = "```python\ndef total(self):\n    return self.subtotal() * (1 - self.discount)\n```"
+FIXED_INIT = (
+    "```python\ndef __init__(self, prices, discount=None):\n"
+    "    self.prices = list(prices)\n"
+    "    self.discount = discount if discount is not None else 0.0\n```"
+)
+ECHO_ALL = "```python\n" + CART + "```"
+
+
+def _repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    (repo / "shop").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / "shop" / "__init__.py").write_text("")
+    (repo / "shop" / "cart.py").write_text(CART)
+    (repo / "tests" / "__init__.py").write_text("")
+    (repo / "tests" / "test_cart.py").write_text(CART_TESTS)
+    return repo
+
+
+@pytest.fixture
+def asked(monkeypatch: pytest.MonkeyPatch) -> list[ModelRequest]:
+    """Every request the scripted model is asked, in order."""
+    requests: list[ModelRequest] = []
+    complete = ScriptedProvider.complete
+
+    def recording(self: ScriptedProvider, request: ModelRequest) -> ModelReply:
+        requests.append(request)
+        return complete(self, request)
+
+    monkeypatch.setattr(ScriptedProvider, "complete", recording)
+    return requests
+
+
+def run(
+    tmp_path: Path, replies: list[str], results: list[SandboxResult], **repair: Any
+) -> RunResult:
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"steps": [{"raw": reply} for reply in replies]}))
+    return run_task(
+        RunConfig(
+            task="The total ignores that no discount was given. Fix it.",
+            repo=_repo(tmp_path),
+            provider="scripted",
+            provider_options=PlanOptions(plan_path=str(plan)),
+            strategy="repair",
+            repair=RepairOptions(**repair),
+            trace_dir=tmp_path / "runs",
+            prestart=0,
+        ),
+        sandbox=FakeBackend(results),
+    )
+
+
+def _last_line(request: ModelRequest) -> str:
+    return request.task.rstrip().splitlines()[-1]
+
+
+def _before_last_line(request: ModelRequest) -> str:
+    return request.task.rstrip().rsplit("\n", 1)[0]
+
+
+def test_sampled_candidates_ask_for_one_function_each_in_the_order_shown(
+    tmp_path: Path, asked: list[ModelRequest]
+) -> None:
+    result = run(tmp_path, [ECHO_ALL, ECHO_TOTAL, FIXED_INIT], [FAILING, PASSING], rounds=0)
+    assert result.status == "SUCCEEDED", result.reason
+    assert [(c.outcome, c.focus) for c in result.candidates] == [
+        ("refused", None),
+        ("refused", "Cart.total"),
+        ("passed", "Cart.__init__"),
+    ]
+    greedy, first, second = asked
+    assert _last_line(greedy).startswith("Reply with the complete fixed methods `Cart.total`, ")
+    assert "(only those you change" in _last_line(greedy)
+    assert (
+        _last_line(first)
+        == "Reply with the complete fixed method `Cart.total` in one ```python code block."
+    )
+    assert _last_line(second) == (
+        "Reply with the complete fixed method `Cart.__init__` in one ```python code block."
+    )
+    # every function is still shown, and all but the last line is the greedy prompt's
+    # (the server's prompt cache keeps it)
+    assert _before_last_line(first) == _before_last_line(greedy) == _before_last_line(second)
+    assert "def subtotal(self):" in first.task
+    assert "+        self.discount = discount if discount is not None else 0.0" in result.diff
+
+
+def test_the_rotation_wraps_and_later_rounds_ask_for_every_function(
+    tmp_path: Path, asked: list[ModelRequest]
+) -> None:
+    replies = [ECHO_ALL] * 7
+    result = run(tmp_path, replies, [FAILING, FAILING], candidates=5, rounds=1, round_candidates=2)
+    assert result.status == "FAILED"
+    focus = [c.focus for c in result.candidates]
+    assert focus[0] is None
+    assert focus[5:] == [None, None]
+    assert focus[1] == focus[4]
+    assert len(set(focus[1:4])) == 3
+    assert {_last_line(request) for request in asked[5:]} == {_last_line(asked[0])}
+
+
+def test_focus_off_asks_every_candidate_for_every_function(
+    tmp_path: Path, asked: list[ModelRequest]
+) -> None:
+    result = run(tmp_path, [ECHO_ALL, ECHO_TOTAL, FIXED_INIT], [FAILING, PASSING], focus="off")
+    assert result.status == "SUCCEEDED", result.reason
+    assert [c.focus for c in result.candidates] == [None, None, None]
+    assert len({request.task for request in asked}) == 1
+
+
+def test_one_function_shown_is_asked_for_as_before() -> None:
+    # HumanEvalFix rows show one function: their candidates are asked what they were
+    def site(qualname: str) -> Site:
+        return Site("shop/cart.py", qualname.rpartition(".")[2], qualname, 1, 2, "")
+
+    options = RepairOptions()
+    one, three = [site("Cart.total")], [site(f"Cart.{n}") for n in ("total", "add", "drop")]
+    assert [draws.focus(options, one, 0, slot) for slot in range(5)] == [None] * 5
+    rotated = [draws.focus(options, three, 0, slot) for slot in range(6)]
+    assert [s and s.name for s in rotated] == [None, "total", "add", "drop", "total", "add"]
+    assert draws.focus(options, three, 1, 1) is None
+    assert draws.focus(RepairOptions(focus="off"), three, 0, 1) is None
