@@ -160,7 +160,11 @@ def test_a_round_replays_the_best_candidate_with_its_failure(tmp_path: Path) -> 
     assert result.status == "SUCCEEDED"
     assert [(c.round, c.outcome) for c in result.candidates] == [(0, "failed"), (1, "passed")]
     turns = [e for e in read_chain(Path(result.trace_path)) if e["event"] == "model_turn"]
-    assert [t["sampling"]["temperature"] for t in turns] == [0.0, 0.0]
+    # a round's candidates are sampled: shown its own failing reply, greedy wrote it again
+    assert [(t["sampling"]["temperature"], t["sampling"]["seed"]) for t in turns] == [
+        (0.0, 1234),
+        (0.8, 1236),
+    ]
 
 
 def test_the_same_code_twice_is_not_tested_twice(tmp_path: Path) -> None:

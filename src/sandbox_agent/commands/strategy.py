@@ -51,7 +51,7 @@ def add_strategy_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=DEFAULT_ROUND_CANDIDATES,
         metavar="M",
-        help=f"repair: candidates per later round (default {DEFAULT_ROUND_CANDIDATES})",
+        help=f"repair: candidates per later round, sampled (default {DEFAULT_ROUND_CANDIDATES})",
     )
     group.add_argument(
         "--temperature",

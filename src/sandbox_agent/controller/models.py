@@ -105,7 +105,7 @@ class RepairOptions(BaseModel):
     """Repair rounds after the first, each from the best failing candidate and its
     concrete failure (``--rounds``)."""
     round_candidates: int = Field(DEFAULT_ROUND_CANDIDATES, ge=1, le=64)
-    """Candidates per repair round: the first greedy, the others sampled."""
+    """Candidates per repair round, all sampled (``--round-candidates``)."""
     temperature: float = Field(DEFAULT_TEMPERATURE, gt=0.0, le=2.0)
     """Temperature of the sampled candidates (``--temperature``)."""
     seed: int = Field(DEFAULT_SEED, ge=0, le=2**31 - 1_000)

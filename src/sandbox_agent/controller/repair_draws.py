@@ -16,12 +16,14 @@ WARMEST = 1.2
 ``WARMEST`` (or ``--temperature``, if higher)."""
 
 
-def sampling(options: RepairOptions, slot: int, asked: int, repeats: int) -> Sampling:
-    """Greedy for a round's first candidate; otherwise sampled with seed ``seed + 1 +
-    asked`` (``asked``: candidates so far), at ``--temperature`` plus ``WARMER`` per
-    candidate so far that repeated earlier code (``repeats``): small models copy the
-    code they are shown, and when samples collapse, diversity is what is missing."""
-    if slot == 0:
+def sampling(options: RepairOptions, round_: int, slot: int, asked: int, repeats: int) -> Sampling:
+    """Greedy for the first candidate of round 0; every other one sampled with seed
+    ``seed + 1 + asked`` (``asked``: candidates so far), at ``--temperature`` plus
+    ``WARMER`` per candidate so far that repeated earlier code (``repeats``): small models
+    copy the code they are shown, and when samples collapse, diversity is what is
+    missing. A later round's candidates are all sampled: shown its own failing reply,
+    greedy decoding wrote it again (docs/DECISIONS.md, "Repair rounds sample")."""
+    if round_ == 0 and slot == 0:
         return Sampling(temperature=0.0, seed=options.seed)
     hottest = max(WARMEST, options.temperature)
     warmth = min(options.temperature + WARMER * repeats, hottest)

@@ -188,7 +188,7 @@ class _Repair:
                     break
             for slot in range(count):
                 asked_so_far = len(self.search.candidates)
-                sampling = draws.sampling(options, slot, asked_so_far, self.search.repeats)
+                sampling = draws.sampling(options, round_, slot, asked_so_far, self.search.repeats)
                 focus = draws.focus(options, targets, round_, slot)
                 prompt = repair_prompt(self.config.task, output, context, focus) if focus else task
                 asked = self._ask(prompt, history, sampling)
