@@ -185,3 +185,64 @@ def test_one_function_shown_is_asked_for_as_before() -> None:
     assert [s and s.name for s in rotated] == [None, "total", "add", "drop", "total", "add"]
     assert draws.focus(options, three, 1, 1) is None
     assert draws.focus(RepairOptions(focus="off"), three, 0, 1) is None
+
+
+PRICING = "def rate(discount):\n    return 1 - discount * 2\n"
+TWO_FILE_CART = CART.replace("(1 - self.discount)", "rate(self.discount)").replace(
+    "class Cart:", "from shop.pricing import rate\n\n\nclass Cart:"
+)
+TWO_FILE_OUTPUT = b"""\
+F
+======================================================================
+FAIL: test_total (tests.test_cart.CartTests.test_total)
+----------------------------------------------------------------------
+Traceback (most recent call last):
+  File "/workspace/tests/test_cart.py", line 9, in test_total
+    self.assertEqual(cart.total(), 5)
+  File "/workspace/shop/cart.py", line 13, in total
+    return self.subtotal() * rate(self.discount)
+  File "/workspace/shop/pricing.py", line 2, in rate
+    return 1 - discount * 2
+ValueError: negative rate
+
+----------------------------------------------------------------------
+Ran 1 test in 0.001s
+
+FAILED (errors=1)
+"""
+
+
+def test_a_function_of_another_file_written_back_unchanged_is_no_invalid_output(
+    tmp_path: Path,
+) -> None:
+    # Asked for one function of a second file (`--focus`), a reply that writes it back
+    # unchanged was refused as "the code defines Cart.total; the function to fix is rate":
+    # the first file's refusal, counted as an invalid output.
+    repo = _repo(tmp_path)
+    (repo / "shop" / "cart.py").write_text(TWO_FILE_CART)
+    (repo / "shop" / "pricing.py").write_text(PRICING)
+    failing = completed(exit_code=1, tests_run=1, errors=1, output=TWO_FILE_OUTPUT)
+    echo_total = (
+        "```python\ndef total(self):\n    return self.subtotal() * rate(self.discount)\n```"
+    )
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"steps": [{"raw": echo_total}]}))
+    result = run_task(
+        RunConfig(
+            task="Fix the total.",
+            repo=repo,
+            provider="scripted",
+            provider_options=PlanOptions(plan_path=str(plan)),
+            strategy="repair",
+            repair=RepairOptions(candidates=1, rounds=0),
+            trace_dir=tmp_path / "runs",
+            prestart=0,
+        ),
+        sandbox=FakeBackend([failing, failing]),
+    )
+    (candidate,) = result.candidates
+    assert (candidate.outcome, candidate.reason) == (
+        "refused",
+        "the code is the same as the code it would replace",
+    )
+    assert result.budget_used.invalid_outputs == 0

@@ -293,7 +293,9 @@ class _Repair:
             try:
                 spliced = splice(search.original[path], mine, reply.text, truncated=reply.truncated)
             except Refused as refused:
-                first = first or refused
+                # another file's "wrong function" says less than this file's own refusal
+                if first is None or first.code == "wrong_function":
+                    first = refused
                 continue
             texts[path] = spliced.text
             functions.extend(spliced.functions)
