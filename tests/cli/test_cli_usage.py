@@ -225,7 +225,7 @@ def test_the_repair_flags_reach_the_repair_options_of_run_and_eval() -> None:
     for command in ("run", "eval"):
         parser = build_parser(command)
         extra = ["--task", "t", "--fixture", "paginator"] if command == "run" else []
-        args = parser.parse_args([command, *extra, "--focus", "off", "--candidates", "3"])
+        args = parser.parse_args([command, *extra, "--focus", "rotate", "--candidates", "3"])
         options = repair_options_from(args)
-        assert (options.focus, options.candidates) == ("off", 3)
-        assert repair_options_from(parser.parse_args([command, *extra])).focus == "rotate"
+        assert (options.focus, options.candidates) == ("rotate", 3)
+        assert repair_options_from(parser.parse_args([command, *extra])).focus == "off"

@@ -1,7 +1,7 @@
-"""``--focus rotate``: with several functions shown, the sampled first-round candidates
-each ask for one of them in turn (docs/DECISIONS.md, "One function per sampled
-candidate"); the prompt is the same but for its last line. Scripted candidates, the
-shipped FakeBackend."""
+"""``--focus rotate`` (not the default): with several functions shown, the sampled
+first-round candidates each ask for one of them in turn (docs/DECISIONS.md, "One
+function per sampled candidate"); the prompt is the same but for its last line.
+Scripted candidates, the shipped FakeBackend."""
 
 from __future__ import annotations
 
@@ -98,6 +98,7 @@ def asked(monkeypatch: pytest.MonkeyPatch) -> list[ModelRequest]:
 def run(
     tmp_path: Path, replies: list[str], results: list[SandboxResult], **repair: Any
 ) -> RunResult:
+    repair.setdefault("focus", "rotate")
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"steps": [{"raw": reply} for reply in replies]}))
     return run_task(
@@ -164,10 +165,11 @@ def test_the_rotation_wraps_and_later_rounds_ask_for_every_function(
     assert {_last_line(request) for request in asked[5:]} == {_last_line(asked[0])}
 
 
-def test_focus_off_asks_every_candidate_for_every_function(
+def test_by_default_every_candidate_asks_for_every_function(
     tmp_path: Path, asked: list[ModelRequest]
 ) -> None:
     result = run(tmp_path, [ECHO_ALL, ECHO_TOTAL, FIXED_INIT], [FAILING, PASSING], focus="off")
+    assert RepairOptions().focus == "off"
     assert result.status == "SUCCEEDED", result.reason
     assert [c.focus for c in result.candidates] == [None, None, None]
     assert len({request.task for request in asked}) == 1
@@ -178,7 +180,7 @@ def test_one_function_shown_is_asked_for_as_before() -> None:
     def site(qualname: str) -> Site:
         return Site("shop/cart.py", qualname.rpartition(".")[2], qualname, 1, 2, "")
 
-    options = RepairOptions()
+    options = RepairOptions(focus="rotate")
     one, three = [site("Cart.total")], [site(f"Cart.{n}") for n in ("total", "add", "drop")]
     assert [draws.focus(options, one, 0, slot) for slot in range(5)] == [None] * 5
     rotated = [draws.focus(options, three, 0, slot) for slot in range(6)]

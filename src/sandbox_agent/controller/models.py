@@ -89,9 +89,10 @@ DEFAULT_MODULE_CHECKS = 8
 """Test modules a silent suite is checked by, one sandbox run each per candidate."""
 Focus = Literal["rotate", "off"]
 FOCUSES: tuple[Focus, ...] = ("rotate", "off")
-DEFAULT_FOCUS: Focus = "rotate"
+DEFAULT_FOCUS: Focus = "off"
 """``rotate``: when several functions are shown, each sampled first-round candidate asks
-for one of them in turn (docs/DECISIONS.md, "One function per sampled candidate")."""
+for one of them in turn. Not the default: on realrepos' development split it fixed no
+more (docs/DECISIONS.md, "One function per sampled candidate")."""
 
 
 class RepairOptions(BaseModel):

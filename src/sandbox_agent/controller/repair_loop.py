@@ -7,8 +7,8 @@ Reading order (every step a tool call in the trace, every candidate a verified r
 2. Localise (``repair.localise``): the failing frames' functions in editable files, else
    what the failing tests import; ``read_file`` of each file shown.
 3. Round 0: ``candidates`` replies to one prompt, the first greedy, then sampled with
-   seeds ``seed + k``, each asking for one of the functions shown in turn when there are
-   several (``repair_draws``); each spliced into the original module (``repair.splice``),
+   seeds ``seed + k`` (with ``--focus rotate``, each asking for one of the functions
+   shown in turn: ``repair_draws``); each spliced into the original module (``repair.splice``),
    applied with ``apply_patch`` (the policy holds) and tested in its own sandbox, made
    ahead while the model writes. The first to pass the visible tests ends the search.
 4. Rounds 1..R: from the best failing candidate and its concrete failure.
