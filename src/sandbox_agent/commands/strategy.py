@@ -72,7 +72,8 @@ def add_strategy_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=DEFAULT_CANDIDATE_TOKENS,
         metavar="K",
-        help=f"repair: reply cap of one candidate (default {DEFAULT_CANDIDATE_TOKENS})",
+        help="repair: the most one candidate may write; its cap is room for the functions shown, "
+        f"at least 1024 (default {DEFAULT_CANDIDATE_TOKENS})",
     )
     group.add_argument(
         "--module-checks",

@@ -83,8 +83,9 @@ DEFAULT_ROUNDS = 2
 DEFAULT_ROUND_CANDIDATES = 2
 DEFAULT_TEMPERATURE = 0.8
 DEFAULT_SEED = 1234
-DEFAULT_CANDIDATE_TOKENS = 1024
-"""One function, at most (the one-shot baseline's cap too)."""
+DEFAULT_CANDIDATE_TOKENS = 2048
+"""The most one candidate may write: room for several long functions written back
+whole; one short function gets 1,024 (``repair_draws.reply_cap``)."""
 DEFAULT_MODULE_CHECKS = 8
 """Test modules a silent suite is checked by, one sandbox run each per candidate."""
 Focus = Literal["rotate", "off"]
@@ -113,7 +114,8 @@ class RepairOptions(BaseModel):
     """Sampled candidate k of a run uses ``seed + k``: a run is repeatable, and runs with
     different seeds are independent samples (``--seed``)."""
     candidate_tokens: int = Field(DEFAULT_CANDIDATE_TOKENS, ge=64, le=32_768)
-    """Reply cap of one candidate (``--candidate-tokens``)."""
+    """The most one candidate's reply may take (``--candidate-tokens``): its cap is room
+    for the functions shown, at least 1,024, at most this."""
     module_checks: int = Field(DEFAULT_MODULE_CHECKS, ge=0, le=64)
     """When the visible suite completes without a report (a test module ends the runner),
     candidates are checked module by module if the original collected at most this many

@@ -1,9 +1,10 @@
 """How each ``repair`` candidate is asked for: its sampling (greedy first, then seeded
-samples, warmed when they repeat) and, when several functions are shown, the one it
-asks for (``--focus``)."""
+samples, warmed when they repeat), its reply cap (room for the functions shown) and,
+with ``--focus rotate``, the one function it asks for."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from sandbox_agent.controller.models import RepairOptions
@@ -14,6 +15,27 @@ WARMER = 0.2
 WARMEST = 1.2
 """A sample whose code repeats earlier code warms the next one by ``WARMER``, up to
 ``WARMEST`` (or ``--temperature``, if higher)."""
+
+
+MIN_REPLY_TOKENS = 1024
+"""A candidate's reply cap when what is shown is short (one function: the one-shot
+baseline's cap too)."""
+CHARS_PER_TOKEN = 3.0
+"""Characters of code per token, on the low side (Qwen2.5-Coder's replies here: median
+3.9, one in ten below 3.2), so that the room is not too small."""
+REPLY_ROOM = 1.25
+"""Room for the functions shown, written back whole, with their headers and fences."""
+
+
+def reply_cap(options: RepairOptions, targets: Sequence[Site]) -> int:
+    """The reply cap of a candidate: room to write back every function shown (a model
+    often does, changing one), at least ``MIN_REPLY_TOKENS``, at most
+    ``--candidate-tokens``. A fixed 1,024 cut off 9 of 299 realrepos replies that wrote
+    back three long functions (docs/DECISIONS.md, "A reply cap with room for what is
+    shown")."""
+    shown = sum(len(site.source) for site in targets)
+    room = math.ceil(REPLY_ROOM * shown / CHARS_PER_TOKEN)
+    return min(options.candidate_tokens, max(MIN_REPLY_TOKENS, room))
 
 
 def sampling(options: RepairOptions, round_: int, slot: int, asked: int, repeats: int) -> Sampling:

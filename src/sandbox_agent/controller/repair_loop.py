@@ -177,6 +177,7 @@ class _Repair:
         options = self.options
         targets = list(context.targets)
         task = repair_prompt(self.config.task, output, context)
+        cap = draws.reply_cap(options, targets)
         what = prompts.what_to_write(s.qualname for s in targets)
         only = prompts.only_changed(s.qualname for s in targets)
         history: list[Exchange] = []
@@ -191,7 +192,7 @@ class _Repair:
                 sampling = draws.sampling(options, round_, slot, asked_so_far, self.search.repeats)
                 focus = draws.focus(options, targets, round_, slot)
                 prompt = repair_prompt(self.config.task, output, context, focus) if focus else task
-                asked = self._ask(prompt, history, sampling)
+                asked = self._ask(prompt, history, sampling, cap)
                 if isinstance(asked, LoopStop):
                     return self._settle(asked)
                 tried = self._try(asked, targets, round_, sampling, focus)
@@ -368,7 +369,9 @@ class _Repair:
             )
         return stop
 
-    def _ask(self, task: str, history: list[Exchange], sampling: Sampling) -> ModelReply | LoopStop:
+    def _ask(
+        self, task: str, history: list[Exchange], sampling: Sampling, cap: int
+    ) -> ModelReply | LoopStop:
         """One model call, within the run's budgets; a sandbox is made ahead meanwhile."""
         if (stop := self.steps.budget_stop()) is not None:
             return stop
@@ -381,7 +384,7 @@ class _Repair:
             deadline=self.cancel.deadline,
             mode="text",
             sampling=sampling,
-            max_output_tokens=self.options.candidate_tokens,
+            max_output_tokens=cap,
         )
         return self.steps.complete(request)
 

@@ -1,7 +1,8 @@
-"""``--focus rotate`` (not the default): with several functions shown, the sampled
-first-round candidates each ask for one of them in turn (docs/DECISIONS.md, "One
-function per sampled candidate"); the prompt is the same but for its last line.
-Scripted candidates, the shipped FakeBackend."""
+"""How each ``repair`` candidate is asked for (``controller.repair_draws``): its reply cap,
+room for the functions shown; and, with ``--focus rotate`` (not the default), the one
+function each sampled first-round candidate asks for, in turn (docs/DECISIONS.md, "One
+function per sampled candidate"), the prompt the same but for its last line. Scripted
+candidates, the shipped FakeBackend."""
 
 from __future__ import annotations
 
@@ -70,12 +71,12 @@ FIXED_INIT = (
 ECHO_ALL = "```python\n" + CART + "```"
 
 
-def _repo(tmp_path: Path) -> Path:
+def _repo(tmp_path: Path, cart: str = CART) -> Path:
     repo = tmp_path / "repo"
     (repo / "shop").mkdir(parents=True)
     (repo / "tests").mkdir()
     (repo / "shop" / "__init__.py").write_text("")
-    (repo / "shop" / "cart.py").write_text(CART)
+    (repo / "shop" / "cart.py").write_text(cart)
     (repo / "tests" / "__init__.py").write_text("")
     (repo / "tests" / "test_cart.py").write_text(CART_TESTS)
     return repo
@@ -96,7 +97,11 @@ def asked(monkeypatch: pytest.MonkeyPatch) -> list[ModelRequest]:
 
 
 def run(
-    tmp_path: Path, replies: list[str], results: list[SandboxResult], **repair: Any
+    tmp_path: Path,
+    replies: list[str],
+    results: list[SandboxResult],
+    cart: str = CART,
+    **repair: Any,
 ) -> RunResult:
     repair.setdefault("focus", "rotate")
     plan = tmp_path / "plan.json"
@@ -104,7 +109,7 @@ def run(
     return run_task(
         RunConfig(
             task="The total ignores that no discount was given. Fix it.",
-            repo=_repo(tmp_path),
+            repo=_repo(tmp_path, cart),
             provider="scripted",
             provider_options=PlanOptions(plan_path=str(plan)),
             strategy="repair",
@@ -248,3 +253,30 @@ def test_a_function_of_another_file_written_back_unchanged_is_no_invalid_output(
         "the code is the same as the code it would replace",
     )
     assert result.budget_used.invalid_outputs == 0
+
+
+def test_the_reply_cap_is_room_for_the_functions_shown_within_the_flag() -> None:
+    def shown(*sizes: int) -> list[Site]:
+        return [Site("m.py", f"f{i}", f"f{i}", 1, 2, "x" * n) for i, n in enumerate(sizes)]
+
+    options = RepairOptions()
+    assert options.candidate_tokens == 2048
+    assert draws.reply_cap(options, shown(300)) == draws.MIN_REPLY_TOKENS == 1024
+    assert draws.reply_cap(options, shown(1500, 1500, 1000)) == 1667  # 1.25 * 4000 / 3
+    assert draws.reply_cap(options, shown(3000, 3000, 3000)) == 2048
+    assert draws.reply_cap(RepairOptions(candidate_tokens=512), shown(9000)) == 512
+
+
+def test_every_request_carries_the_reply_cap(tmp_path: Path, asked: list[ModelRequest]) -> None:
+    run(tmp_path, [ECHO_ALL, ECHO_TOTAL, FIXED_INIT], [FAILING, PASSING], focus="off")
+    assert [request.max_output_tokens for request in asked] == [1024, 1024, 1024]
+    notes = "        A line of a long docstring.\n" * 150  # shown: under 6,000 characters
+    long_cart = CART.replace(
+        "    def subtotal(self):\n", f'    def subtotal(self):\n        """\n{notes}"""\n'
+    )
+    tmp = tmp_path / "long"
+    tmp.mkdir()
+    asked.clear()
+    repo_run = run(tmp, [ECHO_ALL], [FAILING, FAILING], candidates=1, rounds=0, cart=long_cart)
+    assert repo_run.candidates
+    assert [request.max_output_tokens for request in asked] == [2048]
