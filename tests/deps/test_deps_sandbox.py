@@ -140,6 +140,48 @@ def test_a_repository_runs_its_tests_with_its_dependency_and_no_network(
     assert result["environment"]["hash"] in trace
 
 
+def test_the_original_suite_is_collected_with_the_dependencies_too(
+    index: FakeIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The baseline (the original tree's collected ids, and its own run when the final
+    # run skipped some) ran without the dependency environment: the test module could
+    # not be imported, no id was collected, and a failing test made to skip by code
+    # under test (SR-13 F1) went unnoticed in a repository with dependencies: SUCCEEDED.
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / "requirements.txt").write_text("plaindep==2.0\n")
+    buggy = "import plaindep\n\ndef quadruple(x):\n    return plaindep.double(x)\n"
+    (repo / "pkg" / "__init__.py").write_text("")
+    (repo / "pkg" / "calc.py").write_text(buggy)
+    (repo / "tests" / "__init__.py").write_text("")
+    (repo / "tests" / "test_calc.py").write_text(
+        "import unittest\nfrom pkg.calc import quadruple\n\n"
+        "class T(unittest.TestCase):\n"
+        "    def test_quadruple(self):\n        self.assertEqual(quadruple(3), 12)\n"
+        "    def test_other(self):\n        self.assertTrue(True)\n"
+    )
+    skipping = "import unittest\n\ndef quadruple(x):\n    raise unittest.SkipTest('platform')\n"
+    edit = {"path": "pkg/calc.py", "old": buggy, "new": skipping}
+    plan = tmp_path / "plan.json"
+    steps = [{"tool": "apply_patch", "args": {"edits": [edit]}}, *PLAN["steps"]]
+    plan.write_text(json.dumps({"steps": steps}))
+    argv = ["run", "--json", "--repo", str(repo), "--task", "fix it", "--plan", str(plan)]
+    argv += ["--deps-index-url", index.url, "--trace-dir", str(tmp_path / "t")]
+    code = main(argv)
+    result = json.loads(capsys.readouterr().out)
+    assert result["status"] == "FAILED", result["reason"]
+    assert code == 1
+    assert "skipped, which the original runs: tests.test_calc.T.test_quadruple" in result["reason"]
+    baseline = [
+        event
+        for event in map(json.loads, Path(result["trace_path"]).read_text().splitlines())
+        if event["event"] == "sandbox_run" and event.get("purpose") == "baseline"
+    ]
+    assert baseline[0]["runner_report"]["broken"] == []
+    assert len(baseline[0]["runner_report"]["ids"]) == 2
+
+
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_a_hostile_wheel_reaches_nothing_trusted(
     runtime: str, index: FakeIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str]

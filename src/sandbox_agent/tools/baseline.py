@@ -23,6 +23,7 @@ from typing import NamedTuple
 from sandbox_agent.policy import RunnerCommand, collect_command, runner_command
 from sandbox_agent.sandbox.base import (
     CancelToken,
+    EnvironmentMount,
     RunnerReport,
     Runtime,
     SandboxBackend,
@@ -61,8 +62,11 @@ class Baseline:
         runtime: Runtime,
         limits: SandboxLimits,
         cancel: CancelToken | None,
+        environment: EnvironmentMount | None = None,
     ) -> None:
-        """Start the collect-only run in a background thread.
+        """Start the collect-only run in a background thread, with the repository's
+        dependency environment as every other run has it (without it a test module that
+        imports a dependency is not collected, and its tests are not required).
 
         Raises:
             ToolDenied: ``command.not_allowlisted`` for an unknown runner.
@@ -78,6 +82,7 @@ class Baseline:
                 limits=limits,
                 workload_env=command.workload_env,
                 labels={"sandbox-agent.purpose": BASELINE_LABEL},
+                environment=environment,
             )
 
         self._request = request(collect_command(runner))

@@ -201,6 +201,7 @@ class ToolBox:
                 runtime=self.runtime,
                 limits=self.limits,
                 cancel=self.cancel,
+                environment=self.environment,
             )
         except ToolDenied:
             self.baseline = None
