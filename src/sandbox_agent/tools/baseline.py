@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import NamedTuple
 
 from sandbox_agent.policy import RunnerCommand, collect_command, runner_command
@@ -31,7 +32,6 @@ from sandbox_agent.sandbox.base import (
     SandboxRequest,
     SandboxResult,
 )
-from sandbox_agent.workspace import Workspace
 
 BASELINE_LABEL = "baseline"
 MISSING_SHOWN = 5
@@ -55,7 +55,7 @@ class Baseline:
 
     def __init__(
         self,
-        workspace: Workspace,
+        original: Path,
         runner: str,
         sandbox: SandboxBackend,
         *,
@@ -64,9 +64,11 @@ class Baseline:
         cancel: CancelToken | None,
         environment: EnvironmentMount | None = None,
     ) -> None:
-        """Start the collect-only run in a background thread, with the repository's
-        dependency environment as every other run has it (without it a test module that
-        imports a dependency is not collected, and its tests are not required).
+        """Start the collect-only run of ``original`` (a workspace's pristine copy,
+        ``Workspace.base``, or an evaluation's pristine tree) in a background thread,
+        with the repository's dependency environment as every other run has it (without
+        it a test module that imports a dependency is not collected, and its tests are
+        not required: SR-14 F1).
 
         Raises:
             ToolDenied: ``command.not_allowlisted`` for an unknown runner.
@@ -77,7 +79,7 @@ class Baseline:
         def request(command: RunnerCommand) -> SandboxRequest:
             return SandboxRequest(
                 argv=command.argv,
-                workspace=workspace.base,
+                workspace=original,
                 runtime=runtime,
                 limits=limits,
                 workload_env=command.workload_env,

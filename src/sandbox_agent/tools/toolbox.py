@@ -195,7 +195,7 @@ class ToolBox:
         when the runner is not allowlisted (then no test run can pass anyway)."""
         try:
             self.baseline = Baseline(
-                self.workspace,
+                self.workspace.base,
                 self.policy.runner,
                 self.sandbox,
                 runtime=self.runtime,

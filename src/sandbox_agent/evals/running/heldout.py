@@ -153,35 +153,47 @@ def run_held_out_suite(
 ) -> HeldOutResult:
     """Run the project's whole own suite on a copy of ``final_tree`` with ``pristine``'s
     tests, through the trusted runner ``pristine`` is detected to use; judged like a
-    ``run_tests`` verdict, in process (``HeldOutResult.judge``)."""
+    ``run_tests`` verdict, in process (``HeldOutResult.judge``), and, as the controller's
+    final verdict is, against the tests ``pristine`` collects (``tools.baseline``): a pass
+    must have run every one of them and skipped none that ``pristine`` runs."""
     from sandbox_agent.policy import detect_runner, runner_command
+    from sandbox_agent.tools.baseline import Baseline
     from sandbox_agent.tools.testrun import judge as judge_run
 
     runner = detect_runner(pristine)
     command = runner_command(runner)
-    with tempfile.TemporaryDirectory(prefix="sandbox-agent-heldout-") as scratch:
-        os.chmod(scratch, _READABLE_DIR)
-        root = Path(scratch) / "workspace"
-        copy_regular_tree(final_tree, root)
-        overlay_protected(pristine, root)
-        request = SandboxRequest(
-            argv=command.argv,
-            workspace=root,
-            runtime=runtime,
-            limits=limits or SandboxLimits(),
-            workload_env=command.workload_env,
-            labels={HELD_OUT_LABEL: "held-out-suite"},
-            environment=environment,
-        )
-        started = time.monotonic()
-        result = backend.run(request, cancel)
-        duration_ms = (time.monotonic() - started) * 1000
-    verdict = judge_run(result, runner)
+    original = Baseline(
+        pristine,
+        runner,
+        backend,
+        runtime=runtime,
+        limits=limits or SandboxLimits(),
+        cancel=cancel,
+        environment=environment,
+    )
+    request = SandboxRequest(
+        argv=command.argv,
+        workspace=pristine,  # the final tree's copy, in ``_run_suite``
+        runtime=runtime,
+        limits=limits or SandboxLimits(),
+        workload_env=command.workload_env,
+        labels={HELD_OUT_LABEL: "held-out-suite"},
+        environment=environment,
+    )
+    try:
+        result, duration_ms = _run_suite(final_tree, pristine, backend, request, cancel)
+        verdict = judge_run(result, runner)
+        covered = original.check(result) if verdict.passed else None
+    finally:
+        original.stop()
+    passed, reason = verdict.passed, verdict.reason
+    if covered is not None and covered.reason is not None:
+        passed, reason = False, covered.reason
     return HeldOutResult(
         ran=True,
-        passed=verdict.passed,
+        passed=passed,
         status=result.status,
-        reason=verdict.reason,
+        reason=reason,
         tests_run=verdict.tests_run,
         failures=verdict.failures,
         errors=verdict.errors,
@@ -190,6 +202,25 @@ def run_held_out_suite(
         duration_ms=duration_ms,
         judge="in_process",
     )
+
+
+def _run_suite(
+    final_tree: Path,
+    pristine: Path,
+    backend: SandboxBackend,
+    request: SandboxRequest,
+    cancel: CancelToken | None,
+) -> tuple[SandboxResult, float]:
+    """``request`` run on a copy of ``final_tree`` with ``pristine``'s tests laid over
+    it, and how long it took (ms)."""
+    with tempfile.TemporaryDirectory(prefix="sandbox-agent-heldout-") as scratch:
+        os.chmod(scratch, _READABLE_DIR)
+        root = Path(scratch) / "workspace"
+        copy_regular_tree(final_tree, root)
+        overlay_protected(pristine, root)
+        started = time.monotonic()
+        result = backend.run(request.model_copy(update={"workspace": root}), cancel)
+        return result, (time.monotonic() - started) * 1000
 
 
 def run_held_out(
