@@ -133,3 +133,49 @@ def test_r2_a_skip_inside_a_subtest_is_the_tests_skip(tmp_path: Path) -> None:
     result = run_task(config(tmp_path, repo, steps))
     assert result.status == "FAILED", result.reason
     assert "tests.test_core.TestAdd.test_add" in result.reason
+
+
+@pytest.mark.docker
+def test_sr14_f3_a_skip_in_a_module_the_original_could_not_import_is_not_a_pass(
+    tmp_path: Path,
+) -> None:
+    # The bug stops the test module's import (a syntax error in the code under test):
+    # neither the collect-only run nor the original's own run lists its tests. A final
+    # tree that mends the import and makes the failing test skip passed: one test of the
+    # module ran, and its skips were compared with nothing.
+    broken = "def add(a, b)\n    return a - b\n"
+    skipping = "def add(a, b):\n    import unittest\n    raise unittest.SkipTest('platform')\n"
+    files = {"pkg/__init__.py": "", "pkg/core.py": broken}
+    files |= {"tests/__init__.py": "", "tests/test_core.py": UNITTEST_TESTS}
+    repo = make_repo(tmp_path / "repo", files)
+    steps = [replace("pkg/core.py", broken, skipping), RUN_TESTS, FINISH]
+    result = run_task(config(tmp_path, repo, steps))
+    assert result.status == "FAILED", result.reason
+    assert "skipped in modules the original could not import" in result.reason
+    assert "tests.test_core.TestAdd.test_add" in result.reason
+
+
+NO_SKIPS = (
+    "import unittest\n\nfrom pkg.core import add\n\n\n"
+    "class TestAdd(unittest.TestCase):\n"
+    "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n"
+    "    def test_other(self):\n        self.assertTrue(True)\n"
+)
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(("tests", "status"), [(NO_SKIPS, "SUCCEEDED"), (UNITTEST_TESTS, "FAILED")])
+def test_sr14_f3_mending_a_module_the_original_could_not_import(
+    tmp_path: Path, tests: str, status: str
+) -> None:
+    # An honest mend succeeds; but the module's own skips (a static one, one a test makes
+    # itself) are no pass, as no run of the original says it skips them: it fails closed.
+    broken = "def add(a, b)\n    return a - b\n"
+    files = {"pkg/__init__.py": "", "pkg/core.py": broken}
+    files |= {"tests/__init__.py": "", "tests/test_core.py": tests}
+    repo = make_repo(tmp_path / "repo", files)
+    steps = [replace("pkg/core.py", broken, FIXED_ADD), RUN_TESTS, FINISH]
+    result = run_task(config(tmp_path, repo, steps))
+    assert result.status == status, result.reason
+    if status == "FAILED":
+        assert "skipped in modules the original could not import" in result.reason

@@ -34,6 +34,9 @@ from sandbox_agent.sandbox.base import (
 )
 
 BASELINE_LABEL = "baseline"
+FAILED_IMPORT = "unittest.loader._FailedTest."
+"""The id unittest gives, in a run, to a test module it could not import (a collect-only
+run reports the module as ``broken`` instead)."""
 MISSING_SHOWN = 5
 """Missing ids named in the reason; the count says how many there are."""
 
@@ -89,11 +92,14 @@ class Baseline:
 
         self._request = request(collect_command(runner))
         self._run_request = request(runner_command(runner))
-        """The original's whole suite, run only when the final run skipped tests it has."""
+        """The original's whole suite, run only when the final run skipped tests it has, or
+        the collect-only run could not import a test module."""
         # Its own token: the run's cancellation and deadline reach it, and the run can
         # stop it alone when the verdict will not be needed.
         self._cancel = CancelToken(parent=cancel)
         self._result: SandboxResult | None = None
+        self._original: SandboxResult | None = None
+        """The original's own run (``_original_run``), once made."""
         self._error: BaseException | None = None
         self.waited_ms = 0.0
         """How long ``result`` waited for the run: the baseline's cost on the critical path."""
@@ -144,7 +150,10 @@ class Baseline:
 
     def check(self, final: SandboxResult) -> BaselineCheck:
         """Whether ``final`` (the final run, fresh or reused) ran every test the original
-        collected. Fails closed: no baseline, or no ids, is a failed check.
+        collected. Fails closed: no baseline, or no ids, is a failed check. A test module
+        the collect-only run could not import has its tests listed by a run of the
+        original instead (SR-14 F3: an import that fails only when collected, or one time
+        in two, left its tests unlisted and their skips unchecked).
 
         Raises:
             InfrastructureError: the sandbox backend could not be reached.
@@ -162,11 +171,26 @@ class Baseline:
         ran_report = final.runner_report
         if ran_report is None or ran_report.mode != "run" or ran_report.ids is None:
             return _failed(len(report.ids), "the final run did not report the tests it ran")
+        collected, broken = report.ids, report.broken
+        if broken:
+            listed = self._original_run()
+            if isinstance(listed, str):
+                modules = ", ".join(broken[:MISSING_SHOWN])
+                return _failed(
+                    len(collected),
+                    f"the original's collect-only run could not import {modules}, and its "
+                    f"own run, which would list their tests, {listed}",
+                )
+            ids = listed.ids or ()
+            run_ids = [test for test in ids if not test.startswith(FAILED_IMPORT)]
+            still = {test.removeprefix(FAILED_IMPORT) for test in ids if test not in run_ids}
+            collected = tuple(dict.fromkeys([*collected, *run_ids]))
+            broken = tuple(m for m in broken if m in listed.broken or m in still)
         ran = set(ran_report.ids)
-        missing = [test for test in report.ids if test not in ran]
+        missing = [test for test in collected if test not in ran]
         missing += [
             f"broken:{module}"
-            for module in report.broken
+            for module in broken
             if not any(test.startswith(_prefixes(module)) for test in ran)
         ]
         if missing:
@@ -175,14 +199,30 @@ class Baseline:
                 f" and {len(missing) - MISSING_SHOWN} more" if len(missing) > MISSING_SHOWN else ""
             )
             reason = f"{_count(missing)} of the original suite did not run: {shown}{more}"
-            return BaselineCheck(len(report.ids), tuple(missing), reason[:2000])
-        return self._check_skips(report.ids, ran_report)
+            return BaselineCheck(len(collected), tuple(missing), reason[:2000])
+        return self._check_skips(collected, broken, ran_report)
 
-    def _check_skips(self, collected: tuple[str, ...], final: RunnerReport) -> BaselineCheck:
+    def _original_run(self) -> RunnerReport | str:
+        """The original's own run of its whole suite, on its read-only copy, made once and
+        only when needed: its report, or why it has none to give in full."""
+        if self._original is None:
+            self._original = self._sandbox.run(self._run_request, self._cancel)
+        original = self._original
+        report = original.runner_report
+        if original.status != "completed" or not original.attested or report is None:
+            return f"ended '{original.status}'"
+        if report.runner != self.runner or report.mode != "run" or report.skipped_ids is None:
+            return "did not list its tests and skips in full"
+        return report
+
+    def _check_skips(
+        self, collected: tuple[str, ...], broken: tuple[str, ...], final: RunnerReport
+    ) -> BaselineCheck:
         """Whether the final run skipped only tests the original skips too (SR-13 F1: code
         under test that raises ``SkipTest``, ``pytest.skip`` or ``pytest.xfail`` turns its
         failing test into a skip). The original's suite is run, on its read-only copy,
-        only when the final run skipped a test it collected."""
+        only when the final run skipped a test it collected. A skip in a module no run of
+        the original could import is no pass: nothing says the original skips it."""
         tests = len(collected)
         if final.skipped_ids is None:
             if final.skipped == 0:
@@ -190,20 +230,28 @@ class Baseline:
             return _failed(tests, "the final run did not report which tests it skipped")
         known = set(collected)
         skipped = [test for test in final.skipped_ids if test in known]
+        unknown = [
+            f"skipped:{test}"
+            for test in final.skipped_ids
+            if test not in known and any(test.startswith(_prefixes(m)) for m in broken)
+        ]
+        if unknown:
+            shown = ", ".join(test.removeprefix("skipped:") for test in unknown[:MISSING_SHOWN])
+            reason = (
+                f"{_count(unknown)} skipped in modules the original could not import "
+                f"({shown}): nothing says the original skips them, and a skip is not a pass"
+            )
+            return BaselineCheck(tests, tuple(unknown), reason[:2000])
         if not skipped:
             return BaselineCheck(tests, (), None)
-        original = self._sandbox.run(self._run_request, self._cancel)
-        report = original.runner_report
-        if original.status != "completed" or not original.attested or report is None:
+        report = self._original_run()
+        if isinstance(report, str):
             return _failed(
                 tests,
                 f"the final run skipped {_count(skipped)} of the original suite, and the "
-                f"original's own run, which would say whether it skips them too, ended "
-                f"'{original.status}'",
+                f"original's own run, which would say whether it skips them too, {report}",
             )
-        if report.runner != self.runner or report.mode != "run" or report.skipped_ids is None:
-            return _failed(tests, "the original's skipped tests could not be read in full")
-        allowed = set(report.skipped_ids)
+        allowed = set(report.skipped_ids or ())
         new = [f"skipped:{test}" for test in skipped if test not in allowed]
         if not new:
             return BaselineCheck(tests, (), None)
