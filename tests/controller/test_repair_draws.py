@@ -101,6 +101,7 @@ def run(
     replies: list[str],
     results: list[SandboxResult],
     cart: str = CART,
+    repo: Path | None = None,
     **repair: Any,
 ) -> RunResult:
     repair.setdefault("focus", "rotate")
@@ -109,7 +110,7 @@ def run(
     return run_task(
         RunConfig(
             task="The total ignores that no discount was given. Fix it.",
-            repo=_repo(tmp_path, cart),
+            repo=repo or _repo(tmp_path, cart),
             provider="scripted",
             provider_options=PlanOptions(plan_path=str(plan)),
             strategy="repair",
@@ -232,21 +233,7 @@ def test_a_function_of_another_file_written_back_unchanged_is_no_invalid_output(
     echo_total = (
         "```python\ndef total(self):\n    return self.subtotal() * rate(self.discount)\n```"
     )
-    plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({"steps": [{"raw": echo_total}]}))
-    result = run_task(
-        RunConfig(
-            task="Fix the total.",
-            repo=repo,
-            provider="scripted",
-            provider_options=PlanOptions(plan_path=str(plan)),
-            strategy="repair",
-            repair=RepairOptions(candidates=1, rounds=0),
-            trace_dir=tmp_path / "runs",
-            prestart=0,
-        ),
-        sandbox=FakeBackend([failing, failing]),
-    )
+    result = run(tmp_path, [echo_total], [failing, failing], repo=repo, candidates=1, rounds=0)
     (candidate,) = result.candidates
     assert (candidate.outcome, candidate.reason) == (
         "refused",

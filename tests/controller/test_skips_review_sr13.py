@@ -135,6 +135,16 @@ def test_r2_a_skip_inside_a_subtest_is_the_tests_skip(tmp_path: Path) -> None:
     assert "tests.test_core.TestAdd.test_add" in result.reason
 
 
+UNIMPORTABLE_ADD = "def add(a, b)\n    return a - b\n"
+"""A bug that stops the test module's import (a syntax error in the code under test)."""
+
+
+def _unimportable_repo(tmp_path: Path, tests: str) -> Path:
+    files = {"pkg/__init__.py": "", "pkg/core.py": UNIMPORTABLE_ADD}
+    files |= {"tests/__init__.py": "", "tests/test_core.py": tests}
+    return make_repo(tmp_path / "repo", files)
+
+
 @pytest.mark.docker
 def test_sr14_f3_a_skip_in_a_module_the_original_could_not_import_is_not_a_pass(
     tmp_path: Path,
@@ -143,12 +153,9 @@ def test_sr14_f3_a_skip_in_a_module_the_original_could_not_import_is_not_a_pass(
     # neither the collect-only run nor the original's own run lists its tests. A final
     # tree that mends the import and makes the failing test skip passed: one test of the
     # module ran, and its skips were compared with nothing.
-    broken = "def add(a, b)\n    return a - b\n"
     skipping = "def add(a, b):\n    import unittest\n    raise unittest.SkipTest('platform')\n"
-    files = {"pkg/__init__.py": "", "pkg/core.py": broken}
-    files |= {"tests/__init__.py": "", "tests/test_core.py": UNITTEST_TESTS}
-    repo = make_repo(tmp_path / "repo", files)
-    steps = [replace("pkg/core.py", broken, skipping), RUN_TESTS, FINISH]
+    repo = _unimportable_repo(tmp_path, UNITTEST_TESTS)
+    steps = [replace("pkg/core.py", UNIMPORTABLE_ADD, skipping), RUN_TESTS, FINISH]
     result = run_task(config(tmp_path, repo, steps))
     assert result.status == "FAILED", result.reason
     assert "skipped in modules the original could not import" in result.reason
@@ -170,11 +177,8 @@ def test_sr14_f3_mending_a_module_the_original_could_not_import(
 ) -> None:
     # An honest mend succeeds; but the module's own skips (a static one, one a test makes
     # itself) are no pass, as no run of the original says it skips them: it fails closed.
-    broken = "def add(a, b)\n    return a - b\n"
-    files = {"pkg/__init__.py": "", "pkg/core.py": broken}
-    files |= {"tests/__init__.py": "", "tests/test_core.py": tests}
-    repo = make_repo(tmp_path / "repo", files)
-    steps = [replace("pkg/core.py", broken, FIXED_ADD), RUN_TESTS, FINISH]
+    repo = _unimportable_repo(tmp_path, tests)
+    steps = [replace("pkg/core.py", UNIMPORTABLE_ADD, FIXED_ADD), RUN_TESTS, FINISH]
     result = run_task(config(tmp_path, repo, steps))
     assert result.status == status, result.reason
     if status == "FAILED":

@@ -162,12 +162,13 @@ def run_held_out_suite(
 
     runner = detect_runner(pristine)
     command = runner_command(runner)
+    limits = limits or SandboxLimits()
     original = Baseline(
         pristine,
         runner,
         backend,
         runtime=runtime,
-        limits=limits or SandboxLimits(),
+        limits=limits,
         cancel=cancel,
         environment=environment,
     )
@@ -175,7 +176,7 @@ def run_held_out_suite(
         argv=command.argv,
         workspace=pristine,  # the final tree's copy, in ``_run_suite``
         runtime=runtime,
-        limits=limits or SandboxLimits(),
+        limits=limits,
         workload_env=command.workload_env,
         labels={HELD_OUT_LABEL: "held-out-suite"},
         environment=environment,
