@@ -194,11 +194,7 @@ class Baseline:
             if not any(test.startswith(_prefixes(module)) for test in ran)
         ]
         if missing:
-            shown = ", ".join(missing[:MISSING_SHOWN])
-            more = (
-                f" and {len(missing) - MISSING_SHOWN} more" if len(missing) > MISSING_SHOWN else ""
-            )
-            reason = f"{_count(missing)} of the original suite did not run: {shown}{more}"
+            reason = f"{_count(missing)} of the original suite did not run: {_listed(missing)}"
             return BaselineCheck(len(collected), tuple(missing), reason[:2000])
         return self._check_skips(collected, broken, ran_report)
 
@@ -236,10 +232,10 @@ class Baseline:
             if test not in known and any(test.startswith(_prefixes(m)) for m in broken)
         ]
         if unknown:
-            shown = ", ".join(test.removeprefix("skipped:") for test in unknown[:MISSING_SHOWN])
             reason = (
                 f"{_count(unknown)} skipped in modules the original could not import "
-                f"({shown}): nothing says the original skips them, and a skip is not a pass"
+                f"({_listed(unknown)}): nothing says the original skips them, and a skip is "
+                "not a pass"
             )
             return BaselineCheck(tests, tuple(unknown), reason[:2000])
         if not skipped:
@@ -255,17 +251,22 @@ class Baseline:
         new = [f"skipped:{test}" for test in skipped if test not in allowed]
         if not new:
             return BaselineCheck(tests, (), None)
-        shown = ", ".join(test.removeprefix("skipped:") for test in new[:MISSING_SHOWN])
-        more = f" and {len(new) - MISSING_SHOWN} more" if len(new) > MISSING_SHOWN else ""
         reason = (
             f"{_count(new)} of the original suite skipped, which the original runs: "
-            f"{shown}{more} (a skip is not a pass)"
+            f"{_listed(new)} (a skip is not a pass)"
         )
         return BaselineCheck(tests, tuple(new), reason[:2000])
 
 
 def _count(tests: list[str]) -> str:
     return f"{len(tests)} test{'s' if len(tests) != 1 else ''}"
+
+
+def _listed(tests: list[str]) -> str:
+    """The first ``MISSING_SHOWN`` ids, without their ``skipped:`` mark, and how many more."""
+    shown = ", ".join(test.removeprefix("skipped:") for test in tests[:MISSING_SHOWN])
+    more = len(tests) - MISSING_SHOWN
+    return f"{shown} and {more} more" if more > 0 else shown
 
 
 def _prefixes(module: str) -> tuple[str, ...]:
