@@ -29,7 +29,7 @@ help:
 	@echo "make bench   benchmarks: ratios measured side by side"
 	@echo "make stress  sandbox lifecycle stress (RUNS=N)"
 	@echo "make model   build llama-server and fetch the local model (then: --provider local)"
-	@echo "make eval-local [HEF=odd|all|N] [STAGES=...]   the real-model evaluation (hours; resumes)"
+	@echo "make eval-local [HEF=odd|all|N] [STAGES=...] [PART=K/N]   the real-model evaluation (hours; resumes)"
 	@echo "make localise-recall [TASKS=\"file ...\"] [EXCLUDE=file]   the repair strategy's localisation against realrepos' ground truth, no model"
 	@echo "make cluster-up / cluster-down   a local Ray cluster (head + 2 workers on loopback) for --ray auto"
 	@echo "make viewer-screenshots   the run viewer's browser tests, then their screenshots into docs/viewer/"
@@ -93,7 +93,7 @@ test-soak: setup browser model
 # what is missing (FRESH=1 starts over). HEF=all for all 164 rows, HEF=N for N odd rows.
 HEF ?= odd
 eval-local: setup model
-	$(PY) -m devtools.eval_local --humanevalfix $(HEF) $(if $(FRESH),--fresh) $(if $(STAGES),--stages $(STAGES))
+	$(PY) -m devtools.eval_local --humanevalfix $(HEF) $(if $(FRESH),--fresh) $(if $(STAGES),--stages $(STAGES)) $(if $(PART),--part $(PART))
 
 localise-recall: setup
 	$(PY) -m devtools.localise_recall $(foreach t,$(TASKS),--tasks $(t)) $(if $(EXCLUDE),--exclude $(EXCLUDE))

@@ -2,7 +2,7 @@
 
 ``python -m devtools.eval_local [--results-dir DIR] [--report-dir DIR]
 [--humanevalfix odd|all|N] [--repeats N] [--strategy repair|tools] [--tools-loop]
-[--stages LIST] [--skip-agent] [--skip-oneshot] [--fresh]``
+[--stages LIST] [--part K/N] [--skip-agent] [--skip-oneshot] [--fresh]``
 
 Stages, each resumable and each followed by the report, in this order unless
 ``--stages`` names some of them in another (``make eval-local STAGES=realrepos,fixtures``):
@@ -16,7 +16,9 @@ Stages, each resumable and each followed by the report, in this order unless
 4. ``fixtures``: the 10-task set, ``--repeats`` times, each repeat with its own seeds (independent
    samples: ``evals.running.options.SEED_STRIDE``);
 5. ``realrepos``: all 39 realrepos tasks (their visible and held-out tests coincide: the
-   project's own suite);
+   project's own suite); with ``--part K/N``, only the K-th of N contiguous parts of
+   them, into ``realrepos-partKofN/`` (the stage is longer than a working session here:
+   each part fits one, and the report merges the parts it finds, ``eval_local_report``);
 6. ``tools-loop`` (or ``--tools-loop``): HumanEvalFix's rows through the ``tools`` strategy too.
 
 Every finished run is in the results folder as soon as it ends, and running the same
@@ -51,6 +53,8 @@ MAX_ITERATIONS_HUMANEVALFIX = 12
 STAGES = ("agent", "oneshot", "bestof", "fixtures", "realrepos", "tools-loop")
 DEFAULT_STAGES = STAGES[:-1]
 """Every stage but the tool loop's, in the order above."""
+REALREPOS_TASKS = PROJECT_ROOT / "evals" / "realrepos" / "tasks.json"
+"""realrepos' task file: the order its parts are cut in."""
 REPORT_DIR = PROJECT_ROOT / "docs" / "results"
 RESULTS_DIR = PROJECT_ROOT / "results" / "eval-local"
 """Where the runs go by default: one fixed folder, so running again resumes."""
@@ -86,6 +90,34 @@ def parse_stages(text: str) -> list[str]:
             "comma-separated, in the order to run them"
         )
     return names
+
+
+def parse_part(text: str) -> tuple[int, int]:
+    """``"2/3"`` -> ``(2, 3)``: the second of three parts.
+
+    Raises:
+        ValueError: not ``K/N`` with 1 <= K <= N, with what to write instead.
+    """
+    k, slash, n = text.partition("/")
+    if slash and k.strip().isdigit() and n.strip().isdigit() and 1 <= int(k) <= int(n):
+        return int(k), int(n)
+    raise ValueError(f"--part {text!r}: give K/N with 1 <= K <= N, for example 1/3")
+
+
+def part_of(task_ids: list[str], k: int, n: int) -> list[str]:
+    """The ``k``-th of ``n`` contiguous parts of ``task_ids``, as even as they can be
+    (the first ``len % n`` parts one longer); every id is in exactly one part."""
+    size, extra = divmod(len(task_ids), n)
+    start = (k - 1) * size + min(k - 1, extra)
+    return task_ids[start : start + size + (k <= extra)]
+
+
+def realrepos_ids() -> list[str]:
+    """realrepos' task ids, in its task file's order."""
+    import json
+
+    data = json.loads(REALREPOS_TASKS.read_text(encoding="utf-8"))
+    return [str(task["id"]) for task in data["tasks"]]
 
 
 def _eval(argv: list[str]) -> int:
@@ -249,6 +281,11 @@ def run(args: argparse.Namespace) -> int:
         )
 
     resume = [] if args.fresh else ["--resume"]
+    realrepos, part = "realrepos", []
+    if args.part is not None:
+        k, n = args.part
+        realrepos = f"realrepos-part{k}of{n}"
+        part = ["--tasks", ",".join(part_of(realrepos_ids(), k, n))]
     if args.fresh:
         for name in (ONESHOT_FILE, BESTOF_FILE):
             if (results / name).exists():
@@ -264,8 +301,8 @@ def run(args: argparse.Namespace) -> int:
                                    "fixtures", "--repeats", str(args.repeats), *budget,
                                    *resume, "--results-dir", str(results / "fixtures")]),
         "realrepos": lambda: _eval(["eval", "--provider", "local", *strategy, "--suite",
-                                    "realrepos", *budget, *resume,
-                                    "--results-dir", str(results / "realrepos")]),
+                                    "realrepos", *part, *budget, *resume,
+                                    "--results-dir", str(results / realrepos)]),
         "tools-loop": lambda: _eval(["eval", "--provider", "local", "--strategy", "tools",
                                      *hef, *budget, *resume,
                                      "--results-dir", str(results / "humanevalfix-tools")]),
@@ -306,6 +343,12 @@ def main(argv: list[str] | None = None) -> int:
         "default %(default)s)",
     )
     parser.add_argument(
+        "--part",
+        default=None,
+        help="realrepos: run only the K-th of N contiguous parts of its tasks (K/N), into "
+        "realrepos-partKofN/; the report merges the parts there",
+    )
+    parser.add_argument(
         "--skip-agent", action="store_true", help="no agent stage (report on what is there)"
     )
     parser.add_argument("--skip-oneshot", action="store_true", help="no oneshot/bestof stage")
@@ -314,6 +357,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--humanevalfix takes 'odd', 'all' or a number of odd-numbered rows")
     try:
         stages = parse_stages(args.stages)
+        args.part = parse_part(args.part) if args.part is not None else None
     except ValueError as error:
         parser.error(str(error))
     if args.tools_loop and "tools-loop" not in stages:

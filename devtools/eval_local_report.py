@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import statistics
 from collections import Counter
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from sandbox_agent.errors import UsageError
 from sandbox_agent.evals.results.journal import Journal
 from sandbox_agent.evals.results.journal_check import JOURNAL_FILE
 from sandbox_agent.evals.results.records import RunRecord
@@ -65,6 +67,72 @@ def _load_stage(folder: Path) -> Stage | None:
         return None
     runs = Journal.existing(folder).records()
     return Stage(runs, False) if runs else None
+
+
+def _identity(folder: Path) -> dict[str, Any] | None:
+    """The identity of the evaluation in ``folder``: its report's, else its journal's."""
+    report = folder / "report.json"
+    if report.is_file():
+        return EvalReport.model_validate_json(report.read_text(encoding="utf-8")).identity
+    if (folder / JOURNAL_FILE).is_file():
+        identity = Journal.existing(folder).identity
+        return identity if isinstance(identity, dict) else None
+    return None
+
+
+def load_parts(results: Path, name: str) -> Stage | None:
+    """The runs of ``name/`` and of every ``name-partKofN/`` in ``results`` (an eval-local
+    stage run in parts, ``--part``), as one stage, complete when every part is.
+
+    Raises:
+        UsageError: two folders were written by different evaluations (their identities
+            differ: a flag, the model, the budgets), or both hold the same run.
+    """
+    loaded = [(f, stage) for f in stage_folders(results, name) if (stage := _load_stage(f))]
+    if not loaded:
+        return None
+    first, *others = loaded
+    want = _identity(first[0])
+    for folder, _ in others:
+        if (have := _identity(folder)) != want:
+            differ = sorted(
+                k
+                for k in {*(want or {}), *(have or {})}
+                if (want or {}).get(k) != (have or {}).get(k)
+            )
+            raise UsageError(
+                f"{folder.name} and {first[0].name} were written by different evaluations "
+                f"(they differ in {', '.join(differ) or 'their identity'}): move one aside"
+            )
+    runs: dict[tuple[str, int], RunRecord] = {}
+    for folder, stage in loaded:
+        for record in stage.runs:
+            if (record.task_id, record.repeat) in runs:
+                raise UsageError(
+                    f"{record.task_id} (repeat {record.repeat}) is in {folder.name} and in "
+                    "another part: move one of the folders aside"
+                )
+            runs[record.task_id, record.repeat] = record
+    whole = loaded[0][0].name == name
+    parts = [_PART.fullmatch(folder.name) for folder, _ in loaded]
+    counts = {int(m["n"]) for m in parts if m}
+    every_part = len(counts) == 1 and {int(m["k"]) for m in parts if m} == set(
+        range(1, next(iter(counts)) + 1)
+    )
+    complete = all(stage.complete for _, stage in loaded) and (whole or every_part)
+    return Stage(list(runs.values()), complete)
+
+
+_PART = re.compile(r".*-part(?P<k>[0-9]+)of(?P<n>[0-9]+)")
+
+
+def stage_folders(results: Path, name: str) -> list[Path]:
+    """``name/`` and every ``name-partKofN/`` in ``results``, those that exist."""
+    parts = sorted(
+        results.glob(f"{name}-part*of*"),
+        key=lambda folder: [int(n) for n in re.findall("[0-9]+", folder.name)],
+    )
+    return [folder for folder in [results / name, *parts] if folder.is_dir()]
 
 
 def _per_turn(record: RunRecord) -> float:
@@ -287,9 +355,15 @@ def write_local_report(
     options said are those the evaluations recorded (their journals' identity), not this
     code's defaults: a report is often rebuilt from a pinned commit's results."""
     names = ("humanevalfix", "fixtures", "realrepos", "humanevalfix-tools")
-    stages = {name: _load_stage(results / name) for name in names}
+    stages = {name: load_parts(results, name) for name in names}
     recorded = next(
-        (r for name in names if (r := _recorded_repair(results / name)) is not None), None
+        (
+            r
+            for name in names
+            for folder in stage_folders(results, name)
+            if (r := _recorded_repair(folder)) is not None
+        ),
+        None,
     )
     if recorded is not None:
         budgets = {**budgets, "repair": recorded}

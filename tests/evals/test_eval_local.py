@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from judge_harness import judge_on_host, passed
@@ -211,3 +212,68 @@ def test_stages_run_in_the_order_given_and_a_bad_list_is_refused() -> None:
     for bad in ("", "realrepo", "agent,agent", ","):
         with pytest.raises(ValueError, match=r"--stages .*each once"):
             parse_stages(bad)
+
+
+def test_a_part_is_k_of_n_contiguous_parts_and_every_task_is_in_one() -> None:
+    from devtools.eval_local import parse_part, part_of, realrepos_ids
+
+    ids = realrepos_ids()
+    assert len(ids) == 39
+    parts = [part_of(ids, k, 3) for k in (1, 2, 3)]
+    assert [len(p) for p in parts] == [13, 13, 13]
+    assert sum(parts, []) == ids
+    uneven = [part_of(list("abcdefg"), k, 3) for k in (1, 2, 3)]
+    assert uneven == [list("abc"), list("de"), list("fg")]
+    assert parse_part("2/3") == (2, 3)
+    for bad in ("0/3", "4/3", "3", "a/b", "1/0", "/"):
+        with pytest.raises(ValueError, match=r"--part .*K/N"):
+            parse_part(bad)
+
+
+def _part(results: Path, folder: str, records: list[Any], identity: dict[str, Any]) -> None:
+    report = make_report(
+        records, suite="realrepos", provider="local", model="m", runtime="runc", jobs=1,
+        repeats=1, control=False, started_at=__import__("datetime").datetime(2026, 12, 5),
+        wall_seconds=10.0, identity=identity,
+    )  # fmt: skip
+    (results / folder).mkdir(parents=True)
+    (results / folder / "report.json").write_text(report.model_dump_json())
+
+
+def test_the_report_merges_a_stage_run_in_parts(tmp_path: Path) -> None:
+    """``--part``: each part's folder is read, the stage is complete only when every part
+    of one cut is there, and parts of different evaluations or with the same run are
+    refused (one line each, saying what to do)."""
+    from test_eval_executor import FakeBackend, case, fake_run_task
+
+    from devtools.eval_local_report import load_parts
+    from sandbox_agent.errors import UsageError
+    from sandbox_agent.evals.running.executor import run_all
+    from sandbox_agent.evals.running.options import EvalOptions
+
+    held = tmp_path / "held"
+    held.mkdir()
+    (held / "test_heldout.py").write_text("import unittest\n")
+    good, bad = run_all(
+        [case("good", held), case("bad", held)],
+        EvalOptions(trace_dir=tmp_path / "traces"),
+        backend_factory=FakeBackend,
+        run_task=fake_run_task,
+    )
+    results = tmp_path / "results"
+    same = {"suite": "realrepos", "repair": {"candidates": 5}}
+    assert load_parts(results, "realrepos") is None
+    _part(results, "realrepos-part1of2", [good], same)
+    one = load_parts(results, "realrepos")
+    assert one is not None and (len(one.runs), one.complete) == (1, False)
+    _part(results, "realrepos-part2of2", [bad], same)
+    both = load_parts(results, "realrepos")
+    assert both is not None and both.complete
+    assert [r.task_id for r in both.runs] == ["task-good", "task-bad"]
+    _part(results, "realrepos-part1of3", [bad], {**same, "repair": {"candidates": 7}})
+    with pytest.raises(UsageError, match=r"different evaluations \(they differ in repair\)"):
+        load_parts(results, "realrepos")
+    (results / "realrepos-part1of3").rename(tmp_path / "aside")
+    _part(results, "realrepos-part1of3", [bad], same)
+    with pytest.raises(UsageError, match=r"task-bad \(repeat 0\) is in realrepos-part2of2"):
+        load_parts(results, "realrepos")
