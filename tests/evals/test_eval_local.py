@@ -221,7 +221,7 @@ def test_a_part_is_k_of_n_contiguous_parts_and_every_task_is_in_one() -> None:
     assert len(ids) == 39
     parts = [part_of(ids, k, 3) for k in (1, 2, 3)]
     assert [len(p) for p in parts] == [13, 13, 13]
-    assert sum(parts, []) == ids
+    assert [task for part in parts for task in part] == ids
     uneven = [part_of(list("abcdefg"), k, 3) for k in (1, 2, 3)]
     assert uneven == [list("abc"), list("de"), list("fg")]
     assert parse_part("2/3") == (2, 3)
@@ -265,10 +265,12 @@ def test_the_report_merges_a_stage_run_in_parts(tmp_path: Path) -> None:
     assert load_parts(results, "realrepos") is None
     _part(results, "realrepos-part1of2", [good], same)
     one = load_parts(results, "realrepos")
-    assert one is not None and (len(one.runs), one.complete) == (1, False)
+    assert one is not None
+    assert (len(one.runs), one.complete) == (1, False)
     _part(results, "realrepos-part2of2", [bad], same)
     both = load_parts(results, "realrepos")
-    assert both is not None and both.complete
+    assert both is not None
+    assert both.complete
     assert [r.task_id for r in both.runs] == ["task-good", "task-bad"]
     _part(results, "realrepos-part1of3", [bad], {**same, "repair": {"candidates": 7}})
     with pytest.raises(UsageError, match=r"different evaluations \(they differ in repair\)"):
