@@ -237,6 +237,44 @@ def _speed(records: list[RunRecord]) -> dict[str, Any]:
     return summary
 
 
+CANDIDATE_KINDS = ("passed", "failed", "repeated", "unchanged", "invalid", "denied")
+"""What became of a repair candidate: it passed or failed the visible tests; it repeated
+an earlier candidate's code (not tested again); it wrote the code shown back unchanged;
+it could not become code (no block, cut off, did not parse, another function: an
+invalid output); ``apply_patch`` denied it (a protected path)."""
+
+
+def candidate_kind(event: dict[str, Any]) -> str:
+    """One of ``CANDIDATE_KINDS`` for a trace's ``candidate`` event. Traces written before
+    candidates carried ``refusal`` and ``repeat_of`` are read by their reasons."""
+    from sandbox_agent.controller.repair_loop import SAME_CODE
+    from sandbox_agent.repair.splice import UNCHANGED
+
+    outcome, reason = event.get("outcome"), str(event.get("reason", ""))
+    if outcome == "refused":
+        code = event.get("refusal") or ("no_change" if reason == UNCHANGED else "invalid")
+        return "unchanged" if code == "no_change" else "invalid"
+    if outcome == "failed" and (event.get("repeat_of") or reason.startswith(SAME_CODE)):
+        return "repeated"
+    return str(outcome)
+
+
+def candidate_kinds(records: list[RunRecord]) -> dict[str, dict[str, int]]:
+    """How many candidates of each kind, in the first round and in the repair rounds,
+    over the runs' traces (the failure kinds to count before changing the strategy)."""
+    counts = {"first_round": Counter[str](), "repair_rounds": Counter[str]()}
+    for record in records:
+        path = Path(record.trace_path)
+        if not path.is_file():
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            event = json.loads(line)
+            if event.get("event") == "candidate":
+                where = "first_round" if event.get("round") == 0 else "repair_rounds"
+                counts[where][candidate_kind(event)] += 1
+    return {where: {k: c[k] for k in CANDIDATE_KINDS} for where, c in counts.items()}
+
+
 def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_text(cell) for cell in row) + " |" for row in rows]
@@ -249,9 +287,17 @@ def _stage_section(
     rows = [run_row(record) for record in stage.runs]
     summary = suite_summary(stage.runs)
     state = "complete" if stage.complete else f"partial: {len(rows)} of {planned} runs"
-    data["suites"][name] = {"state": state, "summary": summary, "runs": rows}
+    kinds = candidate_kinds(stage.runs)
+    data["suites"][name] = {"state": state, "summary": summary, "candidates": kinds, "runs": rows}
     title = f"## Agent: {name}" + ("" if stage.complete else f" ({state}, to be resumed)")
     lines += [title, "", "```", json.dumps(summary, indent=1), "```", ""]
+    if any(any(c.values()) for c in kinds.values()):
+        lines += [
+            "What became of the repair candidates (" + ", ".join(CANDIDATE_KINDS) + "):",
+            "",
+            *_table(["", *CANDIDATE_KINDS], [[w, *c.values()] for w, c in kinds.items()]),
+            "",
+        ]
     header = list(rows[0]) if rows else []
     lines += [*_table(header, [list(row.values()) for row in rows]), ""]
 

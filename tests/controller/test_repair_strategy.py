@@ -89,6 +89,7 @@ def test_the_first_candidate_that_passes_is_kept(tmp_path: Path) -> None:
     assert result.status == "SUCCEEDED", result.reason
     assert result.strategy == "repair"
     assert [c.outcome for c in result.candidates] == ["refused", "refused", "failed", "passed"]
+    assert [c.refusal for c in result.candidates] == ["no_code", "syntax", None, None]
     assert [(c.temperature, c.seed) for c in result.candidates] == [
         (0.0, 1234),
         (0.8, 1236),
@@ -173,6 +174,7 @@ def test_the_same_code_twice_is_not_tested_twice(tmp_path: Path) -> None:
         repair=RepairOptions(candidates=3),
     )  # fmt: skip
     assert [c.reason for c in result.candidates][1] == "the same code as candidate 1"
+    assert [c.repeat_of for c in result.candidates] == [None, 1, None]
     assert len(backend.requests) == 3
     assert result.status == "SUCCEEDED"
 

@@ -279,3 +279,48 @@ def test_the_report_merges_a_stage_run_in_parts(tmp_path: Path) -> None:
     _part(results, "realrepos-part1of3", [bad], same)
     with pytest.raises(UsageError, match=r"task-bad \(repeat 0\) is in realrepos-part2of2"):
         load_parts(results, "realrepos")
+
+
+def test_the_report_counts_what_became_of_the_candidates(tmp_path: Path) -> None:
+    """By their codes, and, in traces written before candidates carried them, by their
+    reasons; the first round apart from the repair rounds."""
+    from test_eval_executor import FakeBackend, case, fake_run_task
+
+    from devtools.eval_local_report import candidate_kind, candidate_kinds
+    from sandbox_agent.evals.running.executor import run_all
+    from sandbox_agent.evals.running.options import EvalOptions
+
+    same = "the code is the same as the code it would replace"
+    events = [
+        {"round": 0, "outcome": "refused", "reason": same},  # an old trace: no code
+        {"round": 0, "outcome": "refused", "reason": "no block", "refusal": "no_code"},
+        {"round": 0, "outcome": "refused", "reason": "x", "refusal": "no_change"},
+        {"round": 0, "outcome": "failed", "reason": "1 failed"},
+        {"round": 1, "outcome": "failed", "reason": "the same code as candidate 4"},
+        {"round": 1, "outcome": "failed", "reason": "1 failed", "repeat_of": 4},
+        {"round": 2, "outcome": "denied", "reason": "protected"},
+        {"round": 2, "outcome": "passed", "reason": "1 test ran"},
+    ]
+    kinds = [candidate_kind(event) for event in events]
+    assert kinds == [
+        "unchanged", "invalid", "unchanged", "failed", "repeated", "repeated", "denied", "passed",
+    ]  # fmt: skip
+    held = tmp_path / "held"
+    held.mkdir()
+    (held / "test_heldout.py").write_text("import unittest\n")
+    [record] = run_all(
+        [case("good", held)],
+        EvalOptions(trace_dir=tmp_path / "traces"),
+        backend_factory=FakeBackend,
+        run_task=fake_run_task,
+    )
+    trace = tmp_path / "trace.jsonl"
+    lines = [json.dumps({"event": "candidate", **event}) for event in events]
+    trace.write_text("\n".join([json.dumps({"event": "model_turn"}), *lines]) + "\n")
+    counted = candidate_kinds([record.model_copy(update={"trace_path": str(trace)})])
+    assert counted["first_round"] == {
+        "passed": 0, "failed": 1, "repeated": 0, "unchanged": 2, "invalid": 1, "denied": 0,
+    }  # fmt: skip
+    assert counted["repair_rounds"] == {
+        "passed": 1, "failed": 0, "repeated": 2, "unchanged": 0, "invalid": 0, "denied": 1,
+    }  # fmt: skip

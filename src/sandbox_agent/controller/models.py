@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sandbox_agent.deps.models import DepsOptions, Package
 from sandbox_agent.providers import ChosenProvider
 from sandbox_agent.providers.errors import ProviderError
+from sandbox_agent.repair.splice import RefusalCode
 from sandbox_agent.sandbox.base import Runtime, SandboxLimits
 from sandbox_agent.tools.contracts import TOOL_NAMES, ToolName
 from sandbox_agent.workspace.diff import DiffLimits
@@ -265,6 +266,11 @@ class CandidateRecord(BaseModel):
     focus: str | None = None
     """The one function this candidate was asked for (``--focus rotate``); None: all
     the functions shown."""
+    refusal: RefusalCode | None = None
+    """``refused``: why, as a code (``no_change``: the code shown, written back as it was;
+    the others are invalid outputs)."""
+    repeat_of: int | None = None
+    """The earlier candidate whose code this one repeats: not tested again."""
 
 
 class RunResult(BaseModel):

@@ -50,6 +50,8 @@ from sandbox_agent.tools.contracts import (
 )
 from sandbox_agent.tools.testrun import NO_TEST_RAN, TestRun
 
+SAME_CODE = "the same code as candidate"
+"""How a repeated candidate's reason begins (then the earlier candidate's index)."""
 INVALID_CODES = ("no_code", "cut_off", "syntax", "wrong_function")
 """Refusals that are invalid outputs; a reply that changes nothing is a valid, useless one."""
 
@@ -238,7 +240,10 @@ class _Repair:
             search.repeats += refused.code == "no_change"
             if refused.code in INVALID_CODES:
                 self.steps.invalid(f"repair.{refused.code}", refused.message)
-            self._record(CandidateRecord(**base, outcome="refused", reason=refused.message))
+            refusal = CandidateRecord(
+                **base, outcome="refused", reason=refused.message, refusal=refused.code
+            )
+            self._record(refusal)
             return None
         same = next((t for t in search.tried if t.texts == texts), None)
         if same is not None:
@@ -247,7 +252,8 @@ class _Repair:
                 CandidateRecord(
                     **base,
                     outcome="failed",
-                    reason=f"the same code as candidate {same.record.index}",
+                    reason=f"{SAME_CODE} {same.record.index}",
+                    repeat_of=same.record.index,
                     functions=functions,
                     tests_run=same.run.tests_run,
                     failures=same.run.failures,

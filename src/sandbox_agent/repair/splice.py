@@ -30,6 +30,9 @@ from sandbox_agent.repair.replies import (
 
 RefusalCode = Literal["no_code", "cut_off", "syntax", "wrong_function", "no_change"]
 
+UNCHANGED = "the code is the same as the code it would replace"
+"""Why a reply that writes the code shown back as it was is refused (``no_change``)."""
+
 
 class Refused(Exception):
     """The reply cannot become a candidate; ``message`` says why, for the model."""
@@ -311,7 +314,7 @@ def _with_imports(
         lines[at:at] = imports
     text = "".join(lines)
     if text == module or (module.endswith("\n") is False and text == module + "\n"):
-        raise Refused("no_change", "the code is the same as the code it would replace")
+        raise Refused("no_change", UNCHANGED)
     if parse(text) is None:
         raise Refused("syntax", "the module does not parse with this code in it")
     return text
