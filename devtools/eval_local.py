@@ -285,7 +285,10 @@ def run(args: argparse.Namespace) -> int:
     if args.part is not None:
         k, n = args.part
         realrepos = f"realrepos-part{k}of{n}"
-        part = ["--tasks", ",".join(part_of(realrepos_ids(), k, n))]
+        tasks = realrepos_ids()
+        if n > len(tasks):
+            raise SystemExit(f"--part {k}/{n}: realrepos has {len(tasks)} tasks; cut it in fewer")
+        part = ["--tasks", ",".join(part_of(tasks, k, n))]
     if args.fresh:
         for name in (ONESHOT_FILE, BESTOF_FILE):
             if (results / name).exists():
