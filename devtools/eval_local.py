@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import argparse
 import random
+import re
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sandbox_agent.errors import UsageError
 from sandbox_agent.evals.results.journal import set_aside
 from sandbox_agent.evals.running.bestof import BESTOF_FILE, SampledComplete, load_bestof
 from sandbox_agent.evals.running.oneshot import MAX_OUTPUT_TOKENS as ONESHOT_MAX_OUTPUT_TOKENS
@@ -53,8 +55,6 @@ MAX_ITERATIONS_HUMANEVALFIX = 12
 STAGES = ("agent", "oneshot", "bestof", "fixtures", "realrepos", "tools-loop")
 DEFAULT_STAGES = STAGES[:-1]
 """Every stage but the tool loop's, in the order above."""
-REALREPOS_TASKS = PROJECT_ROOT / "evals" / "realrepos" / "tasks.json"
-"""realrepos' task file: the order its parts are cut in."""
 REPORT_DIR = PROJECT_ROOT / "docs" / "results"
 RESULTS_DIR = PROJECT_ROOT / "results" / "eval-local"
 """Where the runs go by default: one fixed folder, so running again resumes."""
@@ -98,9 +98,9 @@ def parse_part(text: str) -> tuple[int, int]:
     Raises:
         ValueError: not ``K/N`` with 1 <= K <= N, with what to write instead.
     """
-    k, slash, n = text.partition("/")
-    if slash and k.strip().isdigit() and n.strip().isdigit() and 1 <= int(k) <= int(n):
-        return int(k), int(n)
+    cut = re.fullmatch(r"\s*([1-9][0-9]*)\s*/\s*([1-9][0-9]*)\s*", text, flags=re.ASCII)
+    if cut is not None and int(cut[1]) <= int(cut[2]):
+        return int(cut[1]), int(cut[2])
     raise ValueError(f"--part {text!r}: give K/N with 1 <= K <= N, for example 1/3")
 
 
@@ -113,11 +113,26 @@ def part_of(task_ids: list[str], k: int, n: int) -> list[str]:
 
 
 def realrepos_ids() -> list[str]:
-    """realrepos' task ids, in its task file's order."""
-    import json
+    """realrepos' task ids, in its task file's order (the order its parts are cut in)."""
+    from sandbox_agent.evals.realrepos import taskfile
 
-    data = json.loads(REALREPOS_TASKS.read_text(encoding="utf-8"))
-    return [str(task["id"]) for task in data["tasks"]]
+    return [task.id for task in taskfile.load().tasks]
+
+
+def realrepos_stage(part: tuple[int, int] | None) -> tuple[str, list[str]]:
+    """The realrepos stage's results folder, and the ``eval`` flags that choose its tasks:
+    all of them into ``realrepos/``, or part K of N into ``realrepos-partKofN/``.
+
+    Raises:
+        ValueError: more parts than realrepos has tasks.
+    """
+    if part is None:
+        return "realrepos", []
+    k, n = part
+    tasks = realrepos_ids()
+    if n > len(tasks):
+        raise ValueError(f"--part {k}/{n}: realrepos has {len(tasks)} tasks; cut it in fewer")
+    return f"realrepos-part{k}of{n}", ["--tasks", ",".join(part_of(tasks, k, n))]
 
 
 def _eval(argv: list[str]) -> int:
@@ -241,11 +256,13 @@ def _bestof(rows: list[humanevalfix.Row], chosen: list[str], path: Path, options
 
 
 def run(args: argparse.Namespace) -> int:
-    from devtools.eval_local_report import write_local_report
+    from devtools.eval_local_report import load_parts, write_local_report
     from sandbox_agent.controller.models import RepairOptions
 
     results = Path(args.results_dir or RESULTS_DIR)
     results.mkdir(parents=True, exist_ok=True)
+    for name in ("humanevalfix", "fixtures", "realrepos", "humanevalfix-tools"):
+        load_parts(results, name)  # folders that cannot be merged: said now, not hours later
     rows = humanevalfix.load_rows(humanevalfix.dataset_path(args.dataset))
     ids = [humanevalfix.task_id(row) for row in rows]
     if args.humanevalfix == "all":
@@ -281,14 +298,7 @@ def run(args: argparse.Namespace) -> int:
         )
 
     resume = [] if args.fresh else ["--resume"]
-    realrepos, part = "realrepos", []
-    if args.part is not None:
-        k, n = args.part
-        realrepos = f"realrepos-part{k}of{n}"
-        tasks = realrepos_ids()
-        if n > len(tasks):
-            raise SystemExit(f"--part {k}/{n}: realrepos has {len(tasks)} tasks; cut it in fewer")
-        part = ["--tasks", ",".join(part_of(tasks, k, n))]
+    realrepos, part = args.realrepos
     if args.fresh:
         for name in (ONESHOT_FILE, BESTOF_FILE):
             if (results / name).exists():
@@ -341,9 +351,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dataset", default=None, help="HumanEvalFix JSONL")
     parser.add_argument(
         "--stages",
-        default=",".join(DEFAULT_STAGES),
+        default=None,
         help=f"which stages, in which order (comma-separated, of: {','.join(STAGES)}; "
-        "default %(default)s)",
+        f"default {','.join(DEFAULT_STAGES)})",
     )
     parser.add_argument(
         "--part",
@@ -359,10 +369,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.humanevalfix not in ("all", "odd") and not args.humanevalfix.isdigit():
         parser.error("--humanevalfix takes 'odd', 'all' or a number of odd-numbered rows")
     try:
-        stages = parse_stages(args.stages)
-        args.part = parse_part(args.part) if args.part is not None else None
+        stages = parse_stages(args.stages or ",".join(DEFAULT_STAGES))
+        args.realrepos = realrepos_stage(parse_part(args.part) if args.part else None)
     except ValueError as error:
         parser.error(str(error))
+    if args.part and (args.stages is None or "realrepos" not in stages):
+        parser.error("--part cuts the realrepos stage: name the stages, as in --stages realrepos")
     if args.tools_loop and "tools-loop" not in stages:
         stages.append("tools-loop")
     agent = {"agent", "fixtures", "realrepos", "tools-loop"}
@@ -370,7 +382,11 @@ def main(argv: list[str] | None = None) -> int:
         {"oneshot", "bestof"} if args.skip_oneshot else set()
     )
     args.stages = [name for name in stages if name not in skipped]
-    return run(args)
+    try:
+        return run(args)
+    except UsageError as error:  # parts that cannot be merged, found before any stage runs
+        print(f"eval-local: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

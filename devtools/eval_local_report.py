@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from sandbox_agent.controller.repair_loop import SAME_CODE
 from sandbox_agent.errors import UsageError
 from sandbox_agent.evals.results.journal import Journal
 from sandbox_agent.evals.results.journal_check import JOURNAL_FILE
@@ -24,6 +25,7 @@ from sandbox_agent.evals.results.report import EvalReport, _text
 from sandbox_agent.evals.running.bestof import BESTOF_FILE, BestOfRecord, load_bestof
 from sandbox_agent.evals.running.oneshot import ONESHOT_FILE, load_records
 from sandbox_agent.evals.tasks.taskfile import load_task_file
+from sandbox_agent.repair.splice import UNCHANGED, UNPARSABLE_MODULE
 
 SPLIT_NOTE = (
     "Prompt and protocol changes meant to raise success were developed on HumanEvalFix's "
@@ -42,11 +44,9 @@ NO_CHANGE_KINDS = ("summarise", "review", "false_report")
 
 
 def _recorded_repair(folder: Path) -> dict[str, Any] | None:
-    """The repair options an evaluation in ``folder`` ran with, as its journal's identity
-    records them; None when there is none."""
-    if not (folder / JOURNAL_FILE).is_file():
-        return None
-    repair = Journal.existing(folder).identity.get("repair")
+    """The repair options an evaluation in ``folder`` ran with, as its identity records
+    them (its report's or its journal's); None when there is none."""
+    repair = (_identity(folder) or {}).get("repair")
     return repair if isinstance(repair, dict) else None
 
 
@@ -102,17 +102,18 @@ def load_parts(results: Path, name: str) -> Stage | None:
             )
             raise UsageError(
                 f"{folder.name} and {first[0].name} were written by different evaluations "
-                f"(they differ in {', '.join(differ) or 'their identity'}): move one aside"
+                f"(they differ in {', '.join(differ) or 'their identity'}): move one of them "
+                f"out of {results}"
             )
-    runs: dict[tuple[str, int], RunRecord] = {}
+    runs: dict[tuple[str, int], tuple[Path, RunRecord]] = {}
     for folder, stage in loaded:
         for record in stage.runs:
-            if (record.task_id, record.repeat) in runs:
+            if (key := (record.task_id, record.repeat)) in runs:
                 raise UsageError(
-                    f"{record.task_id} (repeat {record.repeat}) is in {folder.name} and in "
-                    "another part: move one of the folders aside"
+                    f"{record.task_id} (repeat {record.repeat}) is in {runs[key][0].name} "
+                    f"and in {folder.name}: move one of the folders out of {results}"
                 )
-            runs[record.task_id, record.repeat] = record
+            runs[key] = (folder, record)
     whole = loaded[0][0].name == name
     parts = [_PART.fullmatch(folder.name) for folder, _ in loaded]
     counts = {int(m["n"]) for m in parts if m}
@@ -120,19 +121,22 @@ def load_parts(results: Path, name: str) -> Stage | None:
         range(1, next(iter(counts)) + 1)
     )
     complete = all(stage.complete for _, stage in loaded) and (whole or every_part)
-    return Stage(list(runs.values()), complete)
+    return Stage([record for _, record in runs.values()], complete)
 
 
-_PART = re.compile(r".*-part(?P<k>[0-9]+)of(?P<n>[0-9]+)")
+_PART = re.compile(r".*-part(?P<k>[1-9][0-9]*)of(?P<n>[1-9][0-9]*)", flags=re.ASCII)
 
 
 def stage_folders(results: Path, name: str) -> list[Path]:
-    """``name/`` and every ``name-partKofN/`` in ``results``, those that exist."""
+    """``name/`` and every ``name-partKofN/`` in ``results``, those that are folders (a
+    part moved aside under another name, ``realrepos-part1of4.old``, is not one)."""
+    part = re.compile(re.escape(name) + r"-part([1-9][0-9]*)of([1-9][0-9]*)", flags=re.ASCII)
     parts = sorted(
-        results.glob(f"{name}-part*of*"),
-        key=lambda folder: [int(n) for n in re.findall("[0-9]+", folder.name)],
+        (m for folder in results.glob(f"{name}-part*") if (m := part.fullmatch(folder.name))),
+        key=lambda m: (int(m[2]), int(m[1])),
     )
-    return [folder for folder in [results / name, *parts] if folder.is_dir()]
+    folders = [results / name, *(results / m[0] for m in parts)]
+    return [folder for folder in folders if folder.is_dir()]
 
 
 def _per_turn(record: RunRecord) -> float:
@@ -245,34 +249,43 @@ invalid output); ``apply_patch`` denied it (a protected path)."""
 
 
 def candidate_kind(event: dict[str, Any]) -> str:
-    """One of ``CANDIDATE_KINDS`` for a trace's ``candidate`` event. Traces written before
-    candidates carried ``refusal`` and ``repeat_of`` are read by their reasons."""
-    from sandbox_agent.controller.repair_loop import SAME_CODE
-    from sandbox_agent.repair.splice import UNCHANGED
-
+    """One of ``CANDIDATE_KINDS`` (or ``other``) for a trace's ``candidate`` event. Traces
+    written before candidates carried ``refusal`` and ``repeat_of`` are read by their
+    reasons."""
     outcome, reason = event.get("outcome"), str(event.get("reason", ""))
     if outcome == "refused":
-        code = event.get("refusal") or ("no_change" if reason == UNCHANGED else "invalid")
+        code = event.get("refusal") or ("no_change" if reason in _NO_CHANGE else "invalid")
         return "unchanged" if code == "no_change" else "invalid"
-    if outcome == "failed" and (event.get("repeat_of") or reason.startswith(SAME_CODE)):
+    repeat = event.get("repeat_of") is not None or reason.startswith(SAME_CODE)
+    if outcome == "failed" and repeat:
         return "repeated"
-    return str(outcome)
+    return outcome if isinstance(outcome, str) and outcome in CANDIDATE_KINDS else "other"
 
 
-def candidate_kinds(records: list[RunRecord]) -> dict[str, dict[str, int]]:
+_NO_CHANGE = (UNCHANGED, UNPARSABLE_MODULE)
+
+
+def candidate_kinds(records: list[RunRecord]) -> dict[str, Any]:
     """How many candidates of each kind, in the first round and in the repair rounds,
-    over the runs' traces (the failure kinds to count before changing the strategy)."""
+    over the runs' traces (the failure kinds to count before changing the strategy), and
+    how many runs' traces were there to read (a part carried from another machine by its
+    ``report.json`` has none)."""
     counts = {"first_round": Counter[str](), "repair_rounds": Counter[str]()}
+    read = 0
     for record in records:
         path = Path(record.trace_path)
         if not path.is_file():
             continue
+        read += 1
         for line in path.read_text(encoding="utf-8").splitlines():
             event = json.loads(line)
             if event.get("event") == "candidate":
                 where = "first_round" if event.get("round") == 0 else "repair_rounds"
                 counts[where][candidate_kind(event)] += 1
-    return {where: {k: c[k] for k in CANDIDATE_KINDS} for where, c in counts.items()}
+    other = any(c["other"] for c in counts.values())
+    kinds = [*CANDIDATE_KINDS, *(["other"] if other else [])]
+    tally: dict[str, Any] = {where: {k: c[k] for k in kinds} for where, c in counts.items()}
+    return {**tally, "traces_read": read, "runs": len(records)}
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
@@ -291,11 +304,14 @@ def _stage_section(
     data["suites"][name] = {"state": state, "summary": summary, "candidates": kinds, "runs": rows}
     title = f"## Agent: {name}" + ("" if stage.complete else f" ({state}, to be resumed)")
     lines += [title, "", "```", json.dumps(summary, indent=1), "```", ""]
-    if any(any(c.values()) for c in kinds.values()):
+    rounds = {w: kinds[w] for w in ("first_round", "repair_rounds")}
+    if any(any(c.values()) for c in rounds.values()):
+        header = list(rounds["first_round"])
         lines += [
-            "What became of the repair candidates (" + ", ".join(CANDIDATE_KINDS) + "):",
+            f"What became of the repair candidates, from {kinds['traces_read']} of "
+            f"{kinds['runs']} runs' traces ({', '.join(CANDIDATE_KINDS)}):",
             "",
-            *_table(["", *CANDIDATE_KINDS], [[w, *c.values()] for w, c in kinds.items()]),
+            *_table(["", *header], [[w, *c.values()] for w, c in rounds.items()]),
             "",
         ]
     header = list(rows[0]) if rows else []

@@ -277,8 +277,71 @@ def test_the_report_merges_a_stage_run_in_parts(tmp_path: Path) -> None:
         load_parts(results, "realrepos")
     (results / "realrepos-part1of3").rename(tmp_path / "aside")
     _part(results, "realrepos-part1of3", [bad], same)
-    with pytest.raises(UsageError, match=r"task-bad \(repeat 0\) is in realrepos-part2of2"):
+    with pytest.raises(UsageError, match=r"task-bad \(repeat 0\) is in realrepos-part2of2 and in"):
         load_parts(results, "realrepos")
+    (results / "realrepos-part1of3").rename(results / "realrepos-part1of3.old")
+    (results / "realrepos-part3of3").mkdir()  # empty: no stage there
+    merged = load_parts(results, "realrepos")
+    assert merged is not None, "a part moved aside under another name is not read"
+    assert (len(merged.runs), merged.complete) == (2, True)
+
+
+def test_parts_of_different_cuts_or_beside_a_partial_whole_are_not_complete(
+    tmp_path: Path,
+) -> None:
+    from test_eval_executor import FakeBackend, case, fake_run_task
+
+    from devtools.eval_local_report import load_parts
+    from sandbox_agent.evals.running.executor import run_all
+    from sandbox_agent.evals.running.options import EvalOptions
+
+    held = tmp_path / "held"
+    held.mkdir()
+    (held / "test_heldout.py").write_text("import unittest\n")
+    good, bad = run_all(
+        [case("good", held), case("bad", held)],
+        EvalOptions(trace_dir=tmp_path / "traces"),
+        backend_factory=FakeBackend,
+        run_task=fake_run_task,
+    )
+    results = tmp_path / "results"
+    same = {"suite": "realrepos"}
+    _part(results, "realrepos-part1of2", [good], same)
+    _part(results, "realrepos-part2of3", [bad], same)
+    mixed = load_parts(results, "realrepos")
+    assert mixed is not None
+    assert (len(mixed.runs), mixed.complete) == (2, False)
+    run_all(
+        [case("bad", held)],
+        EvalOptions(trace_dir=tmp_path / "traces"),
+        backend_factory=FakeBackend,
+        run_task=fake_run_task,
+        journal=Journal(results / "realrepos-part2of2", same, resume=False),
+    )  # a part stopped midway: only its journal is there
+    (results / "realrepos-part2of3").rename(tmp_path / "aside")
+    journal_only = load_parts(results, "realrepos")
+    assert journal_only is not None
+    assert journal_only.complete is False
+
+
+def test_a_part_is_a_folder_and_a_task_list_and_needs_the_realrepos_stage_named(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from devtools.eval_local import main, realrepos_ids, realrepos_stage
+
+    assert realrepos_stage(None) == ("realrepos", [])
+    folder, flags = realrepos_stage((2, 4))
+    assert folder == "realrepos-part2of4"
+    assert flags == ["--tasks", ",".join(realrepos_ids()[10:20])]
+    with pytest.raises(ValueError, match=r"realrepos has 39 tasks; cut it in fewer"):
+        realrepos_stage((1, 40))
+    for argv in (["--part", "1/4"], ["--part", "1/4", "--stages", "agent"], ["--part", "x"]):
+        with pytest.raises(SystemExit) as stopped:
+            main(argv)
+        assert stopped.value.code == 2
+    said = capsys.readouterr().err
+    assert "--part cuts the realrepos stage: name the stages" in said
+    assert "--part 'x': give K/N" in said
 
 
 def test_the_report_counts_what_became_of_the_candidates(tmp_path: Path) -> None:
@@ -302,6 +365,13 @@ def test_the_report_counts_what_became_of_the_candidates(tmp_path: Path) -> None
         {"round": 2, "outcome": "passed", "reason": "1 test ran"},
     ]
     kinds = [candidate_kind(event) for event in events]
+    old = {
+        "round": 0,
+        "outcome": "refused",
+        "reason": "the module to change does not parse as it stands",
+    }
+    assert candidate_kind(old) == "unchanged", "no reply could change it: not an invalid output"
+    assert candidate_kind({"outcome": "exploded"}) == "other"
     assert kinds == [
         "unchanged", "invalid", "unchanged", "failed", "repeated", "repeated", "denied", "passed",
     ]  # fmt: skip
@@ -317,7 +387,9 @@ def test_the_report_counts_what_became_of_the_candidates(tmp_path: Path) -> None
     trace = tmp_path / "trace.jsonl"
     lines = [json.dumps({"event": "candidate", **event}) for event in events]
     trace.write_text("\n".join([json.dumps({"event": "model_turn"}), *lines]) + "\n")
-    counted = candidate_kinds([record.model_copy(update={"trace_path": str(trace)})])
+    gone = record.model_copy(update={"trace_path": str(tmp_path / "elsewhere.jsonl")})
+    counted = candidate_kinds([record.model_copy(update={"trace_path": str(trace)}), gone])
+    assert (counted["traces_read"], counted["runs"]) == (1, 2), "a part carried without traces"
     assert counted["first_round"] == {
         "passed": 0, "failed": 1, "repeated": 0, "unchanged": 2, "invalid": 1, "denied": 0,
     }  # fmt: skip

@@ -196,3 +196,15 @@ def test_unittest_whose_every_test_skipped_says_so_not_how_pytest_tests_would_ru
     assert reason.startswith("no test ran")
     assert "--runner pytest" not in reason
     assert "all 3 tests were skipped" in reason
+
+
+def test_the_verdicts_list_of_tests_is_cut_and_says_how_many_more() -> None:
+    """The baseline's three reasons (tests that did not run, skips in modules the original
+    could not import, new skips) name the first few tests without their mark."""
+    from sandbox_agent.tools.baseline import MISSING_SHOWN, _listed
+
+    many = [f"skipped:t.test_{n}" for n in range(MISSING_SHOWN + 3)]
+    first = ", ".join(f"t.test_{n}" for n in range(MISSING_SHOWN))
+    assert _listed(many) == f"{first} and 3 more"
+    assert _listed(many[:MISSING_SHOWN]) == first
+    assert _listed(["broken:pkg.tests"]) == "broken:pkg.tests"

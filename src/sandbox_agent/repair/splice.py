@@ -32,6 +32,9 @@ RefusalCode = Literal["no_code", "cut_off", "syntax", "wrong_function", "no_chan
 
 UNCHANGED = "the code is the same as the code it would replace"
 """Why a reply that writes the code shown back as it was is refused (``no_change``)."""
+UNPARSABLE_MODULE = "the module to change does not parse as it stands"
+"""Why no reply can change a module that does not parse (``no_change`` too: no reply
+could have done better, so it is not the model's invalid output)."""
 
 
 class Refused(Exception):
@@ -230,7 +233,7 @@ def splice(module: str, targets: list[Site], reply: str, *, truncated: bool = Fa
     blocks = usable_blocks(reply, names, path, truncated=truncated)
     module_tree = parse(module)
     if module_tree is None:
-        raise Refused("no_change", "the module to change does not parse as it stands")
+        raise Refused("no_change", UNPARSABLE_MODULE)
     lines = module.splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
