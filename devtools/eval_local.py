@@ -256,7 +256,7 @@ def _bestof(rows: list[humanevalfix.Row], chosen: list[str], path: Path, options
 
 
 def run(args: argparse.Namespace) -> int:
-    from devtools.eval_local_report import load_parts, write_local_report
+    from devtools.eval_local_report import load_parts, record_code, write_local_report
     from sandbox_agent.controller.models import RepairOptions
 
     results = Path(args.results_dir or RESULTS_DIR)
@@ -320,7 +320,16 @@ def run(args: argparse.Namespace) -> int:
                                      *hef, *budget, *resume,
                                      "--results-dir", str(results / "humanevalfix-tools")]),
     }  # fmt: skip
+    folders = {
+        "agent": "humanevalfix",
+        "fixtures": "fixtures",
+        "realrepos": realrepos,
+        "tools-loop": "humanevalfix-tools",
+        "oneshot": "oneshot",
+        "bestof": "bestof",
+    }
     for name in args.stages:
+        record_code(results / folders[name])  # the one-shot arms': beside their .jsonl
         stages[name]()
         report()
     md, js = report()

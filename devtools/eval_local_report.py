@@ -26,6 +26,7 @@ from sandbox_agent.evals.running.bestof import BESTOF_FILE, BestOfRecord, load_b
 from sandbox_agent.evals.running.oneshot import ONESHOT_FILE, load_records
 from sandbox_agent.evals.tasks.taskfile import load_task_file
 from sandbox_agent.repair.splice import UNCHANGED, UNPARSABLE_MODULE
+from sandbox_agent.settings import PROJECT_ROOT
 
 SPLIT_NOTE = (
     "Prompt and protocol changes meant to raise success were developed on HumanEvalFix's "
@@ -137,6 +138,49 @@ def stage_folders(results: Path, name: str) -> list[Path]:
     )
     folders = [results / name, *(results / m[0] for m in parts)]
     return [folder for folder in folders if folder.is_dir()]
+
+
+CODE_FILE = "code.json"
+"""In a stage's folder: every version of the code that ran in it (``record_code``)."""
+
+
+def code_version() -> dict[str, Any]:
+    """The commit of the code running now and whether tracked files differ from it
+    (``dirty``); both None outside a git checkout."""
+    import subprocess
+
+    def git(*argv: str) -> str:
+        done = subprocess.run(
+            ["git", "-C", str(PROJECT_ROOT), *argv],
+            capture_output=True, text=True, timeout=60, check=True,
+        )  # fmt: skip
+        return done.stdout.strip()
+
+    try:
+        commit = git("rev-parse", "HEAD")
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+    return {"commit": commit, "dirty": dirty}
+
+
+def read_code(folder: Path) -> list[dict[str, Any]]:
+    """The versions of the code that ran in ``folder`` (none recorded: an empty list)."""
+    try:
+        versions = json.loads((folder / CODE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [v for v in versions if isinstance(v, dict)] if isinstance(versions, list) else []
+
+
+def record_code(folder: Path) -> None:
+    """Add the code running now to ``folder``'s versions, once: a stage resumed by other
+    code shows both, in the report, rather than passing as one."""
+    folder.mkdir(parents=True, exist_ok=True)
+    versions = read_code(folder)
+    if (now := code_version()) not in versions:
+        text = json.dumps([*versions, now], indent=1) + "\n"
+        (folder / CODE_FILE).write_text(text, encoding="utf-8")
 
 
 def _per_turn(record: RunRecord) -> float:
@@ -294,16 +338,36 @@ def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
     return lines
 
 
+def _commits(code: list[dict[str, Any]]) -> str:
+    """``abc123, def456 (with uncommitted changes)``: the versions that ran, each once."""
+    said = [
+        f"{v.get('commit') or 'unknown'}"
+        + (" (with uncommitted changes)" if v.get("dirty") else "")
+        for v in code
+    ]
+    return ", ".join(dict.fromkeys(said)) or "not recorded"
+
+
 def _stage_section(
-    name: str, stage: Stage, planned: int, data: dict[str, Any], lines: list[str]
+    name: str,
+    stage: Stage,
+    *,
+    planned: int,
+    code: list[Any],
+    data: dict[str, Any],
+    lines: list[str],
 ) -> None:
     rows = [run_row(record) for record in stage.runs]
     summary = suite_summary(stage.runs)
+
     state = "complete" if stage.complete else f"partial: {len(rows)} of {planned} runs"
     kinds = candidate_kinds(stage.runs)
-    data["suites"][name] = {"state": state, "summary": summary, "candidates": kinds, "runs": rows}
+    data["suites"][name] = {
+        "state": state, "code": code, "summary": summary, "candidates": kinds, "runs": rows,
+    }  # fmt: skip
     title = f"## Agent: {name}" + ("" if stage.complete else f" ({state}, to be resumed)")
-    lines += [title, "", "```", json.dumps(summary, indent=1), "```", ""]
+    ran = f"Code that ran: {_commits(code)}."
+    lines += [title, "", ran, "", "```", json.dumps(summary, indent=1), "```", ""]
     rounds = {w: kinds[w] for w in ("first_round", "repair_rounds")}
     if any(any(c.values()) for c in rounds.values()):
         header = list(rounds["first_round"])
@@ -458,6 +522,7 @@ def write_local_report(
         "wall_seconds": round(wall_seconds, 1),
         "time_in_runs": in_runs,
         "speed": speed,
+        "code": {arm: read_code(results / arm) for arm in ("oneshot", "bestof")},
         "suites": {},
     }
     lines = [
@@ -480,6 +545,8 @@ def write_local_report(
         f"best-of-N {in_runs['best_of_n_h']} h",
         f"- Speed (medians over every agent turn, from the server's own timings): "
         f"`{json.dumps(speed)}`",
+        f"- Code that ran the one-shot arms: greedy {_commits(read_code(results / 'oneshot'))}; "
+        f"best-of-N {_commits(read_code(results / 'bestof'))} (each agent stage says its own)",
         "",
     ]
     if oneshot and bestof and stages["humanevalfix"]:
@@ -504,7 +571,8 @@ def write_local_report(
         lines += [*_table(header, rows), ""]
     for name, stage in stages.items():
         if stage is not None:
-            _stage_section(name, stage, planned[name], data, lines)
+            code = [v for f in stage_folders(results, name) for v in read_code(f)]
+            _stage_section(name, stage, planned=planned[name], code=code, data=data, lines=lines)
     if stages["fixtures"]:
         goals = _fixture_goals(stages["fixtures"])
         data["fixture_goals"] = goals

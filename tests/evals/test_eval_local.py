@@ -169,6 +169,7 @@ def test_the_report_is_built_from_the_results_folder(tmp_path: Path) -> None:
     }  # fmt: skip
     assert comparison["goals"]["agent_not_below_best_of_n"] is True
     assert "even-numbered" in md.read_text()
+    assert "Code that ran: not recorded." in md.read_text()
     assert suite_summary(records)["success"] == 1
     assert run_row(records[0])["heldout"] is True
 
@@ -396,3 +397,22 @@ def test_the_report_counts_what_became_of_the_candidates(tmp_path: Path) -> None
     assert counted["repair_rounds"] == {
         "passed": 1, "failed": 0, "repeated": 2, "unchanged": 0, "invalid": 0, "denied": 1,
     }  # fmt: skip
+
+
+def test_the_code_that_ran_a_stage_is_recorded_once_per_version(tmp_path: Path) -> None:
+    """A stage resumed by other code lists both versions, so that the report cannot pass
+    a mix for one commit."""
+    from devtools.eval_local_report import CODE_FILE, code_version, read_code, record_code
+
+    now = code_version()
+    assert now["commit"] is None or len(now["commit"]) == 40
+    record_code(tmp_path / "realrepos-part1of4")
+    record_code(tmp_path / "realrepos-part1of4")
+    assert read_code(tmp_path / "realrepos-part1of4") == [now]
+    older = {"commit": "0" * 40, "dirty": False}
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / CODE_FILE).write_text(json.dumps([older]))
+    record_code(tmp_path / "x")
+    assert read_code(tmp_path / "x") == [older, now]
+    (tmp_path / "x" / CODE_FILE).write_text("{not json")
+    assert read_code(tmp_path / "x") == []
