@@ -52,10 +52,12 @@ def _recorded_repair(folder: Path) -> dict[str, Any] | None:
 
 
 class Stage(NamedTuple):
-    """One eval's runs, and whether the eval finished (its report.json was written)."""
+    """One eval's runs, whether the eval finished (its report.json was written), and its
+    identity (what made the evaluation: flags, model, budgets)."""
 
     runs: list[RunRecord]
     complete: bool
+    identity: dict[str, Any] | None = None
 
 
 def _load_stage(folder: Path) -> Stage | None:
@@ -63,11 +65,14 @@ def _load_stage(folder: Path) -> Stage | None:
     journal holds so far (a stage stopped midway, to be resumed); None when it has none."""
     report = folder / "report.json"
     if report.is_file():
-        return Stage(EvalReport.model_validate_json(report.read_text(encoding="utf-8")).runs, True)
+        done = EvalReport.model_validate_json(report.read_text(encoding="utf-8"))
+        return Stage(done.runs, True, done.identity)
     if not (folder / JOURNAL_FILE).is_file():
         return None
-    runs = Journal.existing(folder).records()
-    return Stage(runs, False) if runs else None
+    journal = Journal.existing(folder)
+    runs = journal.records()
+    identity = journal.identity if isinstance(journal.identity, dict) else None
+    return Stage(runs, False, identity) if runs else None
 
 
 def _identity(folder: Path) -> dict[str, Any] | None:
@@ -93,9 +98,9 @@ def load_parts(results: Path, name: str) -> Stage | None:
     if not loaded:
         return None
     first, *others = loaded
-    want = _identity(first[0])
-    for folder, _ in others:
-        if (have := _identity(folder)) != want:
+    want = first[1].identity
+    for folder, stage in others:
+        if (have := stage.identity) != want:
             differ = sorted(
                 k
                 for k in {*(want or {}), *(have or {})}
@@ -116,28 +121,28 @@ def load_parts(results: Path, name: str) -> Stage | None:
                 )
             runs[key] = (folder, record)
     whole = loaded[0][0].name == name
-    parts = [_PART.fullmatch(folder.name) for folder, _ in loaded]
-    counts = {int(m["n"]) for m in parts if m}
-    every_part = len(counts) == 1 and {int(m["k"]) for m in parts if m} == set(
-        range(1, next(iter(counts)) + 1)
-    )
+    cuts = [cut for folder, _ in loaded if (cut := _cut(folder, name))]
+    counts = {n for _, n in cuts}
+    every_part = len(counts) == 1 and {k for k, _ in cuts} == set(range(1, max(counts) + 1))
     complete = all(stage.complete for _, stage in loaded) and (whole or every_part)
-    return Stage([record for _, record in runs.values()], complete)
+    return Stage([record for _, record in runs.values()], complete, want)
 
 
-_PART = re.compile(r".*-part(?P<k>[1-9][0-9]*)of(?P<n>[1-9][0-9]*)", flags=re.ASCII)
+def _cut(folder: Path, name: str) -> tuple[int, int] | None:
+    """``(K, N)`` of a ``name-partKofN`` folder; None for any other name (a part moved
+    aside as ``realrepos-part1of4.old`` is not one)."""
+    part = re.fullmatch(
+        re.escape(name) + r"-part([1-9][0-9]*)of([1-9][0-9]*)", folder.name, flags=re.ASCII
+    )
+    return (int(part[1]), int(part[2])) if part else None
 
 
 def stage_folders(results: Path, name: str) -> list[Path]:
-    """``name/`` and every ``name-partKofN/`` in ``results``, those that are folders (a
-    part moved aside under another name, ``realrepos-part1of4.old``, is not one)."""
-    part = re.compile(re.escape(name) + r"-part([1-9][0-9]*)of([1-9][0-9]*)", flags=re.ASCII)
-    parts = sorted(
-        (m for folder in results.glob(f"{name}-part*") if (m := part.fullmatch(folder.name))),
-        key=lambda m: (int(m[2]), int(m[1])),
-    )
-    folders = [results / name, *(results / m[0] for m in parts)]
-    return [folder for folder in folders if folder.is_dir()]
+    """``name/`` and every ``name-partKofN/`` in ``results`` (by N, then K), those that
+    are folders."""
+    cuts = {folder: cut for folder in results.glob(f"{name}-part*") if (cut := _cut(folder, name))}
+    parts = sorted(cuts, key=lambda folder: cuts[folder][::-1])
+    return [folder for folder in [results / name, *parts] if folder.is_dir()]
 
 
 CODE_FILE = "code.json"
