@@ -13,6 +13,7 @@ from judge_harness import judge_on_host, passed
 from devtools.eval_local import odd_subset
 from devtools.eval_local_report import run_row, suite_summary, write_local_report
 from sandbox_agent.evals.results.journal import Journal
+from sandbox_agent.evals.results.records import RunRecord
 from sandbox_agent.evals.results.report import make_report
 from sandbox_agent.evals.running import oneshot
 from sandbox_agent.evals.running.oneshot import Completion
@@ -106,21 +107,28 @@ def test_a_oneshot_answer_is_judged_in_the_sandbox(rows: list[humanevalfix.Row])
     assert failed.error == "TimeoutError: the server did not answer"
 
 
-def test_the_report_is_built_from_the_results_folder(tmp_path: Path) -> None:
+def _fake_runs(tmp_path: Path, *names: str, journal: Journal | None = None) -> list[RunRecord]:
+    """The records of tasks ``task-NAME`` run by ``test_eval_executor``'s doubles (``good``
+    passes, ``bad`` fails), kept in ``journal`` when one is given."""
     from test_eval_executor import FakeBackend, case, fake_run_task
 
     from sandbox_agent.evals.running.executor import run_all
     from sandbox_agent.evals.running.options import EvalOptions
 
     held = tmp_path / "held"
-    held.mkdir()
+    held.mkdir(exist_ok=True)
     (held / "test_heldout.py").write_text("import unittest\n")
-    records = run_all(
-        [case("good", held), case("bad", held)],
+    return run_all(
+        [case(name, held) for name in names],
         EvalOptions(trace_dir=tmp_path / "traces"),
         backend_factory=FakeBackend,
         run_task=fake_run_task,
+        journal=journal,
     )
+
+
+def test_the_report_is_built_from_the_results_folder(tmp_path: Path) -> None:
+    records = _fake_runs(tmp_path, "good", "bad")
     results = tmp_path / "results"
     (results / "humanevalfix").mkdir(parents=True)
     report = make_report(
@@ -142,15 +150,9 @@ def test_the_report_is_built_from_the_results_folder(tmp_path: Path) -> None:
         wall_s=1.0,
     )  # fmt: skip
     (results / "bestof.jsonl").write_text(best.model_dump_json() + "\n" + '{"cut')
-    run_all(
-        [case("good", held)],
-        EvalOptions(trace_dir=tmp_path / "traces"),
-        backend_factory=FakeBackend,
-        run_task=fake_run_task,
-        journal=Journal(
-            results / "fixtures", {"suite": "fixtures", "repair": {"candidates": 7}}, resume=False
-        ),
-    )  # a stage stopped after its first run: only its journal is there
+    fixtures = {"suite": "fixtures", "repair": {"candidates": 7}}
+    journal = Journal(results / "fixtures", fixtures, resume=False)
+    _fake_runs(tmp_path, "good", journal=journal)  # a stage stopped after its first run
     md, js = write_local_report(
         results, tmp_path / "out", subset=["task-good"], split="test",
         budgets={"repeats": 3, "repair": {"candidates": 5, "module_checks": 8}}, wall_seconds=1,
@@ -245,22 +247,10 @@ def test_the_report_merges_a_stage_run_in_parts(tmp_path: Path) -> None:
     """``--part``: each part's folder is read, the stage is complete only when every part
     of one cut is there, and parts of different evaluations or with the same run are
     refused (one line each, saying what to do)."""
-    from test_eval_executor import FakeBackend, case, fake_run_task
-
     from devtools.eval_local_report import load_parts
     from sandbox_agent.errors import UsageError
-    from sandbox_agent.evals.running.executor import run_all
-    from sandbox_agent.evals.running.options import EvalOptions
 
-    held = tmp_path / "held"
-    held.mkdir()
-    (held / "test_heldout.py").write_text("import unittest\n")
-    good, bad = run_all(
-        [case("good", held), case("bad", held)],
-        EvalOptions(trace_dir=tmp_path / "traces"),
-        backend_factory=FakeBackend,
-        run_task=fake_run_task,
-    )
+    good, bad = _fake_runs(tmp_path, "good", "bad")
     results = tmp_path / "results"
     same = {"suite": "realrepos", "repair": {"candidates": 5}}
     assert load_parts(results, "realrepos") is None
@@ -290,21 +280,9 @@ def test_the_report_merges_a_stage_run_in_parts(tmp_path: Path) -> None:
 def test_parts_of_different_cuts_or_beside_a_partial_whole_are_not_complete(
     tmp_path: Path,
 ) -> None:
-    from test_eval_executor import FakeBackend, case, fake_run_task
-
     from devtools.eval_local_report import load_parts
-    from sandbox_agent.evals.running.executor import run_all
-    from sandbox_agent.evals.running.options import EvalOptions
 
-    held = tmp_path / "held"
-    held.mkdir()
-    (held / "test_heldout.py").write_text("import unittest\n")
-    good, bad = run_all(
-        [case("good", held), case("bad", held)],
-        EvalOptions(trace_dir=tmp_path / "traces"),
-        backend_factory=FakeBackend,
-        run_task=fake_run_task,
-    )
+    good, bad = _fake_runs(tmp_path, "good", "bad")
     results = tmp_path / "results"
     same = {"suite": "realrepos"}
     _part(results, "realrepos-part1of2", [good], same)
@@ -312,13 +290,8 @@ def test_parts_of_different_cuts_or_beside_a_partial_whole_are_not_complete(
     mixed = load_parts(results, "realrepos")
     assert mixed is not None
     assert (len(mixed.runs), mixed.complete) == (2, False)
-    run_all(
-        [case("bad", held)],
-        EvalOptions(trace_dir=tmp_path / "traces"),
-        backend_factory=FakeBackend,
-        run_task=fake_run_task,
-        journal=Journal(results / "realrepos-part2of2", same, resume=False),
-    )  # a part stopped midway: only its journal is there
+    stopped = Journal(results / "realrepos-part2of2", same, resume=False)
+    _fake_runs(tmp_path, "bad", journal=stopped)  # a part stopped midway: only its journal
     (results / "realrepos-part2of3").rename(tmp_path / "aside")
     journal_only = load_parts(results, "realrepos")
     assert journal_only is not None
@@ -348,11 +321,7 @@ def test_a_part_is_a_folder_and_a_task_list_and_needs_the_realrepos_stage_named(
 def test_the_report_counts_what_became_of_the_candidates(tmp_path: Path) -> None:
     """By their codes, and, in traces written before candidates carried them, by their
     reasons; the first round apart from the repair rounds."""
-    from test_eval_executor import FakeBackend, case, fake_run_task
-
     from devtools.eval_local_report import candidate_kind, candidate_kinds
-    from sandbox_agent.evals.running.executor import run_all
-    from sandbox_agent.evals.running.options import EvalOptions
 
     same = "the code is the same as the code it would replace"
     events = [
@@ -376,15 +345,7 @@ def test_the_report_counts_what_became_of_the_candidates(tmp_path: Path) -> None
     assert kinds == [
         "unchanged", "invalid", "unchanged", "failed", "repeated", "repeated", "denied", "passed",
     ]  # fmt: skip
-    held = tmp_path / "held"
-    held.mkdir()
-    (held / "test_heldout.py").write_text("import unittest\n")
-    [record] = run_all(
-        [case("good", held)],
-        EvalOptions(trace_dir=tmp_path / "traces"),
-        backend_factory=FakeBackend,
-        run_task=fake_run_task,
-    )
+    [record] = _fake_runs(tmp_path, "good")
     trace = tmp_path / "trace.jsonl"
     lines = [json.dumps({"event": "candidate", **event}) for event in events]
     trace.write_text("\n".join([json.dumps({"event": "model_turn"}), *lines]) + "\n")
