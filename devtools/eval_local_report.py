@@ -269,6 +269,15 @@ def _server() -> dict[str, Any]:
     }
 
 
+def _trace_events(record: RunRecord) -> list[dict[str, Any]] | None:
+    """The events of a run's trace; None when its trace is not on this machine (a stage
+    carried from another by its ``report.json``)."""
+    path = Path(record.trace_path)
+    if not path.is_file():
+        return None
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
 def _speed(records: list[RunRecord]) -> dict[str, Any]:
     """Tokens/s, latency and prompt-cache reuse over every turn of every run's trace, and
     the share of the runs' wall time spent in sandboxes (issue 16, item 6)."""
@@ -277,10 +286,8 @@ def _speed(records: list[RunRecord]) -> dict[str, Any]:
     rows: list[dict[str, float]] = []
     inside = total = 0.0
     for record in records:
-        path = Path(record.trace_path)
-        if not path.is_file():
+        if (events := _trace_events(record)) is None:
             continue
-        events = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
         rows += turn_rows(events)
         inside += sandbox_seconds(events) + record.durations.held_out_s
         total += record.durations.total_s
@@ -322,12 +329,10 @@ def candidate_kinds(records: list[RunRecord]) -> dict[str, Any]:
     counts = {"first_round": Counter[str](), "repair_rounds": Counter[str]()}
     read = 0
     for record in records:
-        path = Path(record.trace_path)
-        if not path.is_file():
+        if (events := _trace_events(record)) is None:
             continue
         read += 1
-        for line in path.read_text(encoding="utf-8").splitlines():
-            event = json.loads(line)
+        for event in events:
             if event.get("event") == "candidate":
                 where = "first_round" if event.get("round") == 0 else "repair_rounds"
                 counts[where][candidate_kind(event)] += 1
