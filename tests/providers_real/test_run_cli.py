@@ -5,6 +5,7 @@ exits 130."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -42,6 +43,7 @@ def environment(tmp_path: Path) -> dict[str, str]:
     }
     return env | {
         "SANDBOX_AGENT_OFFLINE": "0",
+        "PYTHONFAULTHANDLER": "1",  # a stuck run shows its threads (stop_showing_stacks)
         "OPENAI_API_KEY": FAKE_OPENAI_KEY,
         "TMPDIR": str(tmp_path),
     }
@@ -74,13 +76,14 @@ def test_a_signal_stops_a_model_that_never_answers(
             assert wait_or_end(silent.request_seen, process), process.communicate(timeout=5)
             signalled = time.monotonic()
             process.send_signal(signum)
-            out, err = process.communicate(timeout=120)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                out, err = process.communicate(timeout=120)
             took = time.monotonic() - signalled
         finally:
-            if process.poll() is None:
-                process.kill()
+            hung = stop_showing_stacks(process)
         requests = silent.requests
 
+    assert not hung, f"still running 120 s after {signum.name}; its threads:\n{hung}"
     assert process.returncode == code, err
     assert took < STOPPED_WITHIN_S
     assert f"cancelling ({signum.name}): stopping the model request" in err
@@ -91,6 +94,21 @@ def test_a_signal_stops_a_model_that_never_answers(
     trace = (run_dir / "trace.jsonl").read_text()
     assert '"event": "request_stopped"' in trace
     assert '"event": "tool_call"' not in trace
+
+
+def stop_showing_stacks(process: subprocess.Popen[str]) -> str:
+    """End ``process`` if it still runs, with SIGABRT first so that its fault handler
+    prints every thread's stack; what it printed on stderr then ("" if it had ended).
+    Its pipes are closed either way."""
+    if process.poll() is not None:
+        return ""
+    process.send_signal(signal.SIGABRT)
+    try:
+        _, err = process.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        _, err = process.communicate()
+    return err or "(nothing on stderr)"
 
 
 def wait_or_end(event: threading.Event, process: subprocess.Popen[str]) -> bool:

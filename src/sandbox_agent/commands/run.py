@@ -16,7 +16,6 @@ import os
 import signal
 import sys
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -180,6 +179,7 @@ def run(args: argparse.Namespace) -> int:
         UsageError: bad flags, fixture, repository, provider or plan.
         SetupError: no Docker daemon or runner image.
     """
+    from sandbox_agent.commands.signals import cancelled_by_signals
     from sandbox_agent.controller import run_task
     from sandbox_agent.controller.report import render
     from sandbox_agent.sandbox.base import CancelToken
@@ -187,21 +187,16 @@ def run(args: argparse.Namespace) -> int:
 
     config = build_config(args)
     cancel = CancelToken()
-    received: list[int] = []
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        cancel.cancel()
-        received.append(signum)
-        _say(CANCELLING.format(signal.Signals(signum).name) if len(received) == 1 else STILL)
+    def on_signal(sig: signal.Signals, count: int) -> None:
+        _say(CANCELLING.format(sig.name) if count == 1 else STILL)
 
     progress = None if args.json or args.quiet else TerminalProgress(sys.stderr)
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        sink = None if progress is None else progress.on_event
-        result = run_task(config, cancel=cancel, on_event=sink)
+        with cancelled_by_signals(cancel, on_signal) as received:
+            sink = None if progress is None else progress.on_event
+            result = run_task(config, cancel=cancel, on_event=sink)
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         if progress is not None:
             progress.close()
     if args.json:
