@@ -40,7 +40,7 @@ from sandbox_agent.providers.base import Exchange, ModelReply, ModelRequest, Sam
 from sandbox_agent.repair.edits import edit_for
 from sandbox_agent.repair.failures import failure_text
 from sandbox_agent.repair.localise import Context, Site
-from sandbox_agent.repair.splice import Refused, splice
+from sandbox_agent.repair.splice import Refused, splice_files
 from sandbox_agent.tools.contracts import (
     ApplyPatchArgs,
     Edit,
@@ -234,7 +234,7 @@ class _Repair:
             "focus": focus.qualname if focus is not None else None,
         }
         try:
-            texts, functions = self._splice(targets, reply)
+            texts, functions = splice_files(search.original, targets, reply.text, reply.truncated)
         except Refused as refused:
             search.last_refusal = (reply.text, refused.message)
             search.repeats += refused.code == "no_change"
@@ -288,28 +288,6 @@ class _Repair:
         search.tried.append(tried)
         self._record(record)
         return tried
-
-    def _splice(self, targets: list[Site], reply: ModelReply) -> tuple[dict[str, str], list[str]]:
-        search = self.search
-        assert search is not None  # noqa: S101
-        texts = dict(search.original)
-        functions: list[str] = []
-        first: Refused | None = None
-        for path in dict.fromkeys(site.path for site in targets):
-            mine = [site for site in targets if site.path == path]
-            try:
-                spliced = splice(search.original[path], mine, reply.text, truncated=reply.truncated)
-            except Refused as refused:
-                # another file's "wrong function" says less than this file's own refusal
-                if first is None or first.code == "wrong_function":
-                    first = refused
-                continue
-            texts[path] = spliced.text
-            functions.extend(spliced.functions)
-        if not functions:
-            assert first is not None  # noqa: S101 - every path was refused
-            raise first
-        return texts, functions
 
     def _apply(self, texts: dict[str, str]) -> ToolOutcome | LoopStop:
         search = self.search

@@ -299,6 +299,35 @@ def splice(module: str, targets: list[Site], reply: str, *, truncated: bool = Fa
     return Spliced(text, tuple(replaced), "".join(block.code for block in blocks))
 
 
+def splice_files(
+    original: dict[str, str], targets: list[Site], reply: str, truncated: bool = False
+) -> tuple[dict[str, str], list[str]]:
+    """Every file of ``original`` (path -> text) with its ``targets`` spliced from the
+    reply (``splice``), and the functions changed; a file the reply names none of stays.
+
+    Raises:
+        Refused: no file took a function; another file's ``wrong_function`` yields to a
+            file's own refusal (it says less).
+    """
+    texts = dict(original)
+    functions: list[str] = []
+    first: Refused | None = None
+    for path in dict.fromkeys(site.path for site in targets):
+        mine = [site for site in targets if site.path == path]
+        try:
+            spliced = splice(original[path], mine, reply, truncated=truncated)
+        except Refused as refused:
+            if first is None or first.code == "wrong_function":
+                first = refused
+            continue
+        texts[path] = spliced.text
+        functions.extend(spliced.functions)
+    if not functions:
+        assert first is not None  # noqa: S101 - every path was refused
+        raise first
+    return texts, functions
+
+
 def _with_imports(
     module: str, module_tree: ast.Module, lines: list[str], blocks: list[Block]
 ) -> str:
