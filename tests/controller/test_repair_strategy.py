@@ -441,3 +441,47 @@ def test_a_run_with_nothing_to_repair_says_why_in_its_reason(tmp_path: Path) -> 
     assert "the repair strategy found no function to repair from the failing tests" in result.reason
     assert "tests/test_paginator.py" in result.reason
     assert "--strategy tools" in result.reason
+
+
+UNCHANGED = f"```python\n{SOLUTION}```"
+
+
+def test_a_repeated_candidate_is_drawn_again_within_redraws(tmp_path: Path) -> None:
+    result, backend = run(
+        tmp_path,
+        [WRONG, WRONG, UNCHANGED, FIXED],
+        [FAILING, FAILING, PASSING],
+        repair=RepairOptions(candidates=2, rounds=0, redraws=2),
+    )
+    assert result.status == "SUCCEEDED", result.reason
+    assert [c.outcome for c in result.candidates] == ["failed", "failed", "refused", "passed"]
+    assert [c.repeat_of for c in result.candidates] == [None, 1, None, None]
+    assert [c.refusal for c in result.candidates] == [None, None, "no_change", None]
+    # each draw its own seed, warmer by the repeats so far
+    assert [(c.temperature, c.seed) for c in result.candidates] == [
+        (0.0, 1234), (0.8, 1236), (1.0, 1237), (1.2, 1238),
+    ]  # fmt: skip
+    assert len(backend.requests) == 3  # repeats are not tested again
+
+
+def test_the_greedy_slot_is_redrawn_sampled(tmp_path: Path) -> None:
+    result, _ = run(
+        tmp_path,
+        [UNCHANGED, FIXED],
+        [FAILING, PASSING],
+        repair=RepairOptions(candidates=1, rounds=0, redraws=1),
+    )
+    assert result.status == "SUCCEEDED", result.reason
+    assert [(c.temperature, c.seed) for c in result.candidates] == [(0.0, 1234), (1.0, 1236)]
+
+
+def test_redraws_are_bounded_and_none_by_default(tmp_path: Path) -> None:
+    result, _ = run(
+        tmp_path,
+        [UNCHANGED, UNCHANGED, UNCHANGED, FIXED],
+        [FAILING],
+        repair=RepairOptions(candidates=1, rounds=0, redraws=2),
+    )
+    assert result.status == "FAILED"
+    assert [c.refusal for c in result.candidates] == ["no_change"] * 3
+    assert RepairOptions().redraws == 0

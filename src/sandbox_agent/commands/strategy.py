@@ -9,6 +9,7 @@ from sandbox_agent.controller.models import (
     DEFAULT_CANDIDATES,
     DEFAULT_FOCUS,
     DEFAULT_MODULE_CHECKS,
+    DEFAULT_REDRAWS,
     DEFAULT_ROUND_CANDIDATES,
     DEFAULT_ROUNDS,
     DEFAULT_SEED,
@@ -84,6 +85,14 @@ def add_strategy_arguments(parser: argparse.ArgumentParser) -> None:
         f"it has at most M test modules; 0: never (default {DEFAULT_MODULE_CHECKS})",
     )
     group.add_argument(
+        "--redraws",
+        type=int,
+        default=DEFAULT_REDRAWS,
+        metavar="D",
+        help="repair: ask a slot again, sampled, up to D more times while its reply repeats "
+        f"the original's or an earlier candidate's code (default {DEFAULT_REDRAWS})",
+    )
+    group.add_argument(
         "--focus",
         choices=FOCUSES,
         default=DEFAULT_FOCUS,
@@ -115,5 +124,6 @@ def repair_options_from(args: argparse.Namespace) -> RepairOptions:
         seed=args.seed,
         candidate_tokens=args.candidate_tokens,
         module_checks=args.module_checks,
+        redraws=args.redraws,
         focus=args.focus,
     )

@@ -89,6 +89,10 @@ DEFAULT_CANDIDATE_TOKENS = 2048
 whole; one short function gets 1,024 (``repair_draws.reply_cap``)."""
 DEFAULT_MODULE_CHECKS = 8
 """Test modules a silent suite is checked by, one sandbox run each per candidate."""
+DEFAULT_REDRAWS = 0
+"""Draws more of a slot whose reply repeats tested code; 0 until measured against the
+same-day baseline (docs/DECISIONS.md, "A repeated candidate can be drawn again")."""
+MAX_REDRAWS = 8
 Focus = Literal["rotate", "off"]
 FOCUSES: tuple[Focus, ...] = ("rotate", "off")
 DEFAULT_FOCUS: Focus = "off"
@@ -121,6 +125,10 @@ class RepairOptions(BaseModel):
     """When the visible suite completes without a report (a test module ends the runner),
     candidates are checked module by module if the original collected at most this many
     modules; 0: never (``--module-checks``; docs/STRATEGIES.md)."""
+    redraws: int = Field(DEFAULT_REDRAWS, ge=0, le=MAX_REDRAWS)
+    """A slot whose reply wrote the original's or an earlier candidate's code is asked
+    again, sampled, up to this many more times; each draw is a candidate and a model turn
+    (``--redraws``)."""
     focus: Focus = DEFAULT_FOCUS
     """``rotate``: with several functions shown, the sampled first-round candidates ask
     for one each, in the order shown (``--focus``); ``off``: every candidate asks for all."""

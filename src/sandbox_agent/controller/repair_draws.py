@@ -38,14 +38,17 @@ def reply_cap(options: RepairOptions, targets: Sequence[Site]) -> int:
     return min(options.candidate_tokens, max(MIN_REPLY_TOKENS, room))
 
 
-def sampling(options: RepairOptions, round_: int, slot: int, asked: int, repeats: int) -> Sampling:
-    """Greedy for the first candidate of round 0; every other one sampled with seed
-    ``seed + 1 + asked`` (``asked``: candidates so far), at ``--temperature`` plus
+def sampling(
+    options: RepairOptions, round_: int, slot: int, asked: int, repeats: int, *, draw: int = 0
+) -> Sampling:
+    """Greedy for the first draw of round 0's first slot; every other one sampled with
+    seed ``seed + 1 + asked`` (``asked``: candidates so far), at ``--temperature`` plus
     ``WARMER`` per candidate so far that repeated earlier code (``repeats``): small models
     copy the code they are shown, and when samples collapse, diversity is what is
     missing. A later round's candidates are all sampled: shown its own failing reply,
-    greedy decoding wrote it again (docs/DECISIONS.md, "Repair rounds sample")."""
-    if round_ == 0 and slot == 0:
+    greedy decoding wrote it again (docs/DECISIONS.md, "Repair rounds sample"); so is a
+    redraw (``draw`` > 0) of the greedy slot."""
+    if round_ == 0 and slot == 0 and draw == 0:
         return Sampling(temperature=0.0, seed=options.seed)
     hottest = max(WARMEST, options.temperature)
     warmth = min(options.temperature + WARMER * repeats, hottest)

@@ -18,6 +18,7 @@ Reading order (every step a tool call in the trace, every candidate a verified r
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from sandbox_agent import prompts
@@ -189,9 +190,11 @@ class _Repair:
                 history = self._feedback(what, only)
                 if not history:
                     break
-            for slot in range(count):
+            for slot, draw in self._draws(count):
                 asked_so_far = len(self.search.candidates)
-                sampling = draws.sampling(options, round_, slot, asked_so_far, self.search.repeats)
+                sampling = draws.sampling(
+                    options, round_, slot, asked_so_far, self.search.repeats, draw=draw
+                )
                 focus = draws.focus(options, targets, round_, slot)
                 prompt = repair_prompt(self.config.task, output, context, focus) if focus else task
                 asked = self._ask(prompt, history, sampling, cap)
@@ -210,6 +213,18 @@ class _Repair:
                         "finished", f"candidate {tried.record.index} passed the visible tests"
                     )
         return self._settle(LoopStop("finished", "no candidate passed the visible tests"))
+
+    def _draws(self, count: int) -> Iterator[tuple[int, int]]:
+        """A round's (slot, draw) pairs: each of ``count`` slots once, and again, up to
+        ``--redraws`` more times, while its last reply repeated tested code."""
+        search = self.search
+        assert search is not None  # noqa: S101
+        for slot in range(count):
+            for draw in range(self.options.redraws + 1):
+                yield slot, draw
+                last = search.candidates[-1] if search.candidates else None
+                if last is None or (last.repeat_of is None and last.refusal != "no_change"):
+                    break
 
     # ------------------------------------------------------------------ candidates
 

@@ -34,7 +34,8 @@ REPAIR_MAXIMA: dict[str, str] = {
     "candidate_tokens": "max_run_candidate_tokens",
 }
 """Each repair option that costs model calls or sandboxes, and the setting that bounds it
-(``temperature``, ``seed`` and ``focus`` cost nothing: their own range bounds them)."""
+(``temperature``, ``seed`` and ``focus`` cost nothing: their own range bounds them;
+``redraws`` costs model turns, which ``max_run_iterations`` bounds)."""
 
 
 class Refused(SandboxAgentError):
