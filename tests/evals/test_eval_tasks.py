@@ -193,3 +193,18 @@ def test_control_plan_replaces_reference_plans(tmp_path: Path) -> None:
     assert [step["tool"] for step in steps] == ["finish"]
     with pytest.raises(UsageError, match="unknown suite"):
         build_cases("nope", SuiteOptions(), tmp_path)
+
+
+def test_realrepos_reads_the_task_file_dataset_names(tmp_path: Path) -> None:
+    """``--dataset`` with realrepos is the task file (a development split's, say)."""
+    missing = tmp_path / "dev-tasks.json"
+    with pytest.raises(UsageError, match=f"realrepos task file {missing} not found"):
+        build_cases("realrepos", SuiteOptions(dataset=str(missing)), tmp_path)
+    missing.write_text("{not json")
+    with pytest.raises(UsageError, match=f"realrepos task file {missing}: "):
+        build_cases("realrepos", SuiteOptions(dataset=str(missing)), tmp_path)
+
+
+def test_the_fixtures_suite_refuses_a_dataset(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="the fixtures suite has none: drop --dataset"):
+        build_cases("fixtures", SuiteOptions(dataset="rows.jsonl"), tmp_path)

@@ -120,7 +120,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dataset",
         default=None,
-        help="HumanEvalFix JSONL (default evals/data/humanevalfix/humanevalpack-python.jsonl)",
+        help="the suite's data: humanevalfix's JSONL (default "
+        "evals/data/humanevalfix/humanevalpack-python.jsonl) or realrepos' task file "
+        "(default evals/realrepos/tasks.json)",
     )
     from sandbox_agent.deps.cli import add_deps_arguments
 

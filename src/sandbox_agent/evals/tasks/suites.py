@@ -42,7 +42,10 @@ class SuiteOptions(BaseModel):
     fixtures_dir: Path | None = None
     """The project's fixtures (``--fixtures-dir``); eval-only ones stay in ``evals/fixtures``."""
     dataset: str | None = None
-    """HumanEvalFix JSONL path (else ``$SANDBOX_AGENT_HUMANEVALFIX`` or the project's copy)."""
+    """The suite's data (``--dataset``): humanevalfix's JSONL (else
+    ``$SANDBOX_AGENT_HUMANEVALFIX`` or the project's copy); realrepos' task file (else
+    ``evals/realrepos/tasks.json``: another is how a development split is run,
+    ``python -m sandbox_agent.evals.realrepos.build --seed 18 --out FILE``)."""
     plans_dir: Path | None = None
     """``--plans DIR``: ``DIR/<task id>.json`` (a plan file) replaces that task's plan."""
     deps: DepsOptions = DepsOptions()
@@ -98,12 +101,17 @@ def humanevalfix_cases(options: SuiteOptions, scratch: Path) -> list[EvalCase]:
 
 
 def realrepos_cases(options: SuiteOptions, scratch: Path) -> list[EvalCase]:
-    """One case per task of ``evals/realrepos/tasks.json``; sdists fetched when missing
-    (never when ``offline``)."""
+    """One case per task of ``evals/realrepos/tasks.json`` (or ``--dataset``'s task file);
+    sdists fetched when missing (never when ``offline``)."""
     from sandbox_agent.evals.realrepos.suite import build_cases as realrepos_build
 
     return realrepos_build(
-        options.task_ids, scratch, fix=options.fix, deps=options.deps, offline=options.offline
+        options.task_ids,
+        scratch,
+        fix=options.fix,
+        deps=options.deps,
+        task_file_path=Path(options.dataset) if options.dataset else None,
+        offline=options.offline,
     )
 
 
@@ -113,6 +121,8 @@ SUITES: dict[str, Callable[[SuiteOptions, Path], list[EvalCase]]] = {
     "realrepos": realrepos_cases,
 }
 DEFAULT_SUITE = "fixtures"
+DATASET_SUITES = ("humanevalfix", "realrepos")
+"""The suites whose data ``--dataset`` can replace."""
 
 
 def build_cases(suite: str, options: SuiteOptions, scratch: Path) -> list[EvalCase]:
@@ -123,6 +133,11 @@ def build_cases(suite: str, options: SuiteOptions, scratch: Path) -> list[EvalCa
     """
     if suite not in SUITES:
         raise UsageError(f"unknown suite {suite!r}; choose one of: {', '.join(SUITES)}")
+    if options.dataset is not None and suite not in DATASET_SUITES:
+        raise UsageError(
+            f"--dataset names the data of {' or '.join(DATASET_SUITES)}; the {suite} suite "
+            "has none: drop --dataset"
+        )
     cases = SUITES[suite](options, scratch)
     if options.plans_dir is not None:
         cases = with_plans(cases, options.plans_dir, only_selected=options.task_ids is not None)
