@@ -17,7 +17,7 @@ SOAK_RUNS := $(if $(filter command line environment,$(origin RUNS)),$(RUNS),5)
 export DOCKER_API_VERSION := 1.41
 
 .PHONY: help setup venv docker image image-online demo test test-soak check fmt bench stress browser \
-        adversarial-report regression-evidence live-smoke clean model eval-local localise-recall viewer-screenshots \
+        adversarial-report regression-evidence live-smoke clean model eval-local eval-dev localise-recall viewer-screenshots \
         cluster-up cluster-down
 
 help:
@@ -30,6 +30,7 @@ help:
 	@echo "make stress  sandbox lifecycle stress (RUNS=N)"
 	@echo "make model   build llama-server and fetch the local model (then: --provider local)"
 	@echo "make eval-local [HEF=odd|all|N] [STAGES=...] [PART=K/N]   the real-model evaluation (hours; resumes)"
+	@echo "make eval-dev VARIANT=\"--redraws 2\" [ROWS=30] [REPOS=8] [STAGES=...]   a change against the same code without it, on the development split (hours; resumes)"
 	@echo "make localise-recall [TASKS=\"file ...\"] [EXCLUDE=file]   the repair strategy's localisation against realrepos' ground truth, no model"
 	@echo "make cluster-up / cluster-down   a local Ray cluster (head + 2 workers on loopback) for --ray auto"
 	@echo "make viewer-screenshots   the run viewer's browser tests, then their screenshots into docs/viewer/"
@@ -94,6 +95,11 @@ test-soak: setup browser model
 HEF ?= odd
 eval-local: setup model
 	$(PY) -m devtools.eval_local --humanevalfix $(HEF) $(if $(FRESH),--fresh) $(if $(STAGES),--stages $(STAGES)) $(if $(PART),--part $(PART))
+
+# A change to the agent against the same code without it, on the development split only
+# (HumanEvalFix's even rows, evals/realrepos/dev-tasks.json): docs/EVALS.md.
+eval-dev: setup model
+	$(PY) -m devtools.eval_dev --variant "$(VARIANT)" $(if $(ROWS),--humanevalfix $(ROWS)) $(if $(REPOS),--realrepos $(REPOS)) $(if $(STAGES),--stages $(STAGES))
 
 localise-recall: setup
 	$(PY) -m devtools.localise_recall $(foreach t,$(TASKS),--tasks $(t)) $(if $(EXCLUDE),--exclude $(EXCLUDE))
