@@ -11,8 +11,9 @@ the builder's seed 18, less every task that shares a function with the committed
 M of them, spread over the file). Two arms run on the same tasks with the same seeds:
 ``base``, the repair strategy as it is, and ``variant``, the same with ``--variant``'s
 ``eval`` flags added. Each stage runs base, then variant, each resumable (``eval
---resume``) into ``DIR/<arm>/<stage>/``, with the code that ran recorded (``code.json``).
-Then the comparison (``DIR/comparison.md``, also printed): per stage and arm, held-out
+--resume``) into ``DIR/base/<stage>/`` and ``DIR/variant-<flags>/<stage>/`` (several
+variants share one base), with the code that ran recorded (``code.json``). Then the
+comparison (``DIR/comparison-variant-<flags>.md``, also printed): per stage and arm, held-out
 passes, what became of the candidates, turns, generated tokens and median wall time;
 and the tasks the variant gained and lost. A difference of a task or two is within the
 noise of a few dozen: say so when reporting it.
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import shlex
 import statistics
 import sys
@@ -48,12 +50,18 @@ HUMANEVALFIX_ROWS = 30
 measurement used 30)."""
 REALREPOS_TASKS = 8
 """Development tasks per arm: about 40-60 minutes an arm here."""
-ARMS = ("base", "variant")
 STAGES = ("humanevalfix", "realrepos")
 SET_BY_THIS_TOOL = frozenset(
     {"--suite", "--tasks", "--results-dir", "--resume", "--dataset", "--provider", "--jobs"}
 )
 """``eval`` flags the tool chooses itself: a variant may not give them."""
+
+
+def variant_folder(flags: list[str]) -> str:
+    """The variant arm's folder, named by its flags (``--redraws 2`` ->
+    ``variant-redraws-2``), so that several variants share one base arm."""
+    words = [re.sub(r"[^A-Za-z0-9.]+", "-", flag).strip("-") for flag in flags]
+    return "variant-" + "-".join(word for word in words if word)
 
 
 def even_subset(task_ids: list[str], size: int, seed: int = SUBSET_SEED) -> list[str]:
@@ -165,14 +173,18 @@ def _arm_summary(folder: Path, stage: str) -> dict[str, Any] | None:
 
 def comparison(results: Path, variant: str) -> str:
     """The side-by-side report of both arms, stage by stage, as Markdown."""
+    folder = variant_folder(shlex.split(variant))
     lines = [
         "# Development split: base against variant",
         "",
-        f"Variant: `{variant}`. Same tasks, seeds and server for both arms; the "
-        "development split only (HumanEvalFix's even rows; evals/realrepos/dev-tasks.json).",
+        f"Variant: `{variant}` (`{folder}/`). Same tasks, seeds and server for both arms; "
+        "the development split only (HumanEvalFix's even rows; evals/realrepos/dev-tasks.json).",
     ]
     for stage in STAGES:
-        arms = {arm: _arm_summary(results / arm, stage) for arm in ARMS}
+        arms = {
+            arm: _arm_summary(results / name, stage)
+            for arm, name in (("base", "base"), ("variant", folder))
+        }
         if not any(arms.values()):
             continue
         lines += ["", f"## {stage}", "", "| arm | runs | held-out passed | turns | "
@@ -215,12 +227,12 @@ def run(args: argparse.Namespace) -> int:
               "--max-wall-seconds", str(MAX_WALL_SECONDS), "--resume"]  # fmt: skip
     for stage in args.stages:
         chosen = _stage_argv(stage, args)
-        for arm, extra in (("base", []), ("variant", variant)):
+        for arm, extra in (("base", []), (variant_folder(variant), variant)):
             folder = results / arm / stage
             record_code(folder)
             _eval([*common, *chosen, *extra, "--results-dir", str(folder)])
         text = comparison(results, args.variant)
-        (results / "comparison.md").write_text(text, encoding="utf-8")
+        (results / f"comparison-{variant_folder(variant)}.md").write_text(text, encoding="utf-8")
     print(comparison(results, args.variant))
     return 0
 

@@ -74,9 +74,9 @@ def test_the_comparison_says_what_each_arm_passed_and_what_the_variant_changed(
     _part(results / "base", "humanevalfix", [good, bad], identity)
     shown = eval_dev.comparison(results, "--redraws 2")
     assert "| variant | not run |" in shown
-    _part(results / "variant", "humanevalfix", [bad], identity)
+    _part(results / "variant-redraws-2", "humanevalfix", [bad], identity)
     shown = eval_dev.comparison(results, "--redraws 2")
-    assert "Variant: `--redraws 2`" in shown
+    assert "Variant: `--redraws 2` (`variant-redraws-2/`)" in shown
     assert "| base | 2 | 1 |" in shown
     assert "| variant | 1 | 0 |" in shown
     assert "Gained by the variant: none. Lost: task-good." in shown
@@ -91,3 +91,10 @@ def test_a_bad_stage_or_count_is_one_line_and_exit_2(capsys: pytest.CaptureFixtu
         "eval-dev: --stages 'fixtures': give humanevalfix and/or realrepos",
         "eval-dev: --humanevalfix and --realrepos take a count of at least 1",
     ]
+
+
+def test_each_variant_has_its_folder_beside_one_base() -> None:
+    assert eval_dev.variant_folder(["--redraws", "2"]) == "variant-redraws-2"
+    assert eval_dev.variant_folder(["--temperature=1.0", "--focus", "rotate"]) == (
+        "variant-temperature-1.0-focus-rotate"
+    )
