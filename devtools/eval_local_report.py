@@ -13,6 +13,7 @@ import json
 import re
 import statistics
 from collections import Counter
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -86,9 +87,11 @@ def _identity(folder: Path) -> dict[str, Any] | None:
     return None
 
 
-def load_parts(results: Path, name: str) -> Stage | None:
+def load_parts(results: Path, name: str, expected: Collection[str] | None = None) -> Stage | None:
     """The runs of ``name/`` and of every ``name-partKofN/`` in ``results`` (an eval-local
-    stage run in parts, ``--part``), as one stage, complete when every part is.
+    stage run in parts, ``--part``), as one stage, complete when every folder is and the
+    parts are every part of one cut, or, given the stage's task ids (``expected``), hold
+    every one of them (parts of different cuts: a slower machine cut the rest finer).
 
     Raises:
         UsageError: two folders were written by different evaluations (their identities
@@ -124,8 +127,18 @@ def load_parts(results: Path, name: str) -> Stage | None:
     cuts = [cut for folder, _ in loaded if (cut := _cut(folder, name))]
     counts = {n for _, n in cuts}
     every_part = len(counts) == 1 and {k for k, _ in cuts} == set(range(1, max(counts) + 1))
-    complete = all(stage.complete for _, stage in loaded) and (whole or every_part)
+    covered = expected is not None and {task for task, _ in runs} >= set(expected)
+    complete = all(stage.complete for _, stage in loaded) and (whole or every_part or covered)
     return Stage([record for _, record in runs.values()], complete, want)
+
+
+def _task_ids(name: str) -> list[str] | None:
+    """The task ids of a stage that runs in parts (realrepos'), else None."""
+    if name != "realrepos":
+        return None
+    from sandbox_agent.evals.realrepos import taskfile
+
+    return [task.id for task in taskfile.load().tasks]
 
 
 def _cut(folder: Path, name: str) -> tuple[int, int] | None:
@@ -491,7 +504,7 @@ def write_local_report(
     options said are those the evaluations recorded (their journals' identity), not this
     code's defaults: a report is often rebuilt from a pinned commit's results."""
     names = ("humanevalfix", "fixtures", "realrepos", "humanevalfix-tools")
-    stages = {name: load_parts(results, name) for name in names}
+    stages = {name: load_parts(results, name, _task_ids(name)) for name in names}
     recorded = next(
         (
             r

@@ -298,6 +298,31 @@ def test_parts_of_different_cuts_or_beside_a_partial_whole_are_not_complete(
     assert journal_only.complete is False
 
 
+def test_parts_of_different_cuts_that_cover_every_task_once_are_complete(
+    tmp_path: Path,
+) -> None:
+    """A slower machine cuts the rest finer: part 1 of 2, then parts 3 and 4 of 4 (the
+    second half in two sessions), are the whole stage when they hold every task."""
+    from devtools.eval_local_report import load_parts
+
+    good, bad, ugly = _fake_runs(tmp_path, "good", "bad", "ugly")
+    results = tmp_path / "results"
+    same = {"suite": "realrepos"}
+    every = ["task-good", "task-bad", "task-ugly"]
+    _part(results, "realrepos-part1of2", [good], same)
+    _part(results, "realrepos-part3of4", [bad], same)
+    half = load_parts(results, "realrepos", expected=every)
+    assert half is not None
+    assert half.complete is False  # task-ugly is in no part yet
+    _part(results, "realrepos-part4of4", [ugly], same)
+    whole = load_parts(results, "realrepos", expected=every)
+    assert whole is not None
+    assert (len(whole.runs), whole.complete) == (3, True)
+    unknown = load_parts(results, "realrepos")  # without the task list: one cut only
+    assert unknown is not None
+    assert unknown.complete is False
+
+
 def test_a_part_is_a_folder_and_a_task_list_and_needs_the_realrepos_stage_named(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
