@@ -71,3 +71,45 @@ def test_the_previous_handlers_and_wakeup_fd_come_back() -> None:
         assert signal.set_wakeup_fd(-1) == -1
     finally:
         signal.signal(signal.SIGTERM, before)
+
+
+def test_a_signal_at_either_edge_of_the_block_is_never_lost(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Entering, the wakeup descriptor is set before the handlers; leaving, the handlers
+    go back first: a signal between the two steps meets the previous handler, never a
+    do-nothing one with no byte written (a review found both gaps)."""
+    seen: list[int] = []
+    real = signal.set_wakeup_fd
+
+    def signal_then_set(fd: int, **kwargs: bool) -> int:
+        signal.raise_signal(signal.SIGTERM)  # just before each change of the descriptor
+        return real(fd, **kwargs)
+
+    before = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
+    monkeypatch.setattr(signal, "set_wakeup_fd", signal_then_set)
+    try:
+        with cancelled_by_signals(CancelToken(), lambda s, n: None) as received:
+            assert seen == [signal.SIGTERM]  # entering: the previous handler had it
+        assert seen == [signal.SIGTERM, signal.SIGTERM]  # leaving: so had it again
+        assert received in ([], [signal.SIGTERM])  # its byte may reach the listener too
+    finally:
+        monkeypatch.undo()
+        signal.signal(signal.SIGTERM, before)
+
+
+def test_off_the_main_thread_it_refuses_and_leaves_nothing() -> None:
+    errors: list[BaseException] = []
+
+    def enter() -> None:
+        try:
+            with cancelled_by_signals(CancelToken(), lambda s, n: None):
+                pass
+        except ValueError as error:
+            errors.append(error)
+
+    thread = threading.Thread(target=enter)
+    thread.start()
+    thread.join(WAIT_S)
+    assert [str(e) for e in errors] == ["cancelled_by_signals: call it from the main thread"]
+    assert not [t for t in threading.enumerate() if t.name == "signal-listener"]

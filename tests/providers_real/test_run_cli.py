@@ -70,6 +70,7 @@ def start_run(base_url: str, tmp_path: Path, *extra: str) -> subprocess.Popen[st
 def test_a_signal_stops_a_model_that_never_answers(
     tmp_path: Path, signum: signal.Signals, code: int
 ) -> None:
+    out = err = ""
     with SilentServer() as silent:
         process = start_run(f"{silent.url}/v1", tmp_path, "--quiet")
         try:
@@ -101,6 +102,7 @@ def stop_showing_stacks(process: subprocess.Popen[str]) -> str:
     prints every thread's stack; what it printed on stderr then ("" if it had ended).
     Its pipes are closed either way."""
     if process.poll() is not None:
+        process.communicate()  # read to the end: the pipes close
         return ""
     process.send_signal(signal.SIGABRT)
     try:

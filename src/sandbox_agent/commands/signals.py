@@ -41,12 +41,12 @@ def cancelled_by_signals(
     thread, after the cancel. Call from the main thread (Python's own rule for signal
     handlers); the previous handlers and wakeup descriptor are restored on the way out.
     """
+    if threading.current_thread() is not threading.main_thread():
+        raise ValueError("cancelled_by_signals: call it from the main thread")
     received: list[int] = []
-    reader, writer = socket.socketpair()
-    writer.setblocking(False)  # set_wakeup_fd's rule: the handler never blocks on it
 
-    def listen() -> None:
-        while data := reader.recv(64):  # b"" once ``writer`` is closed
+    def listen(reader: socket.socket) -> None:
+        while data := reader.recv(64):  # b"" once the writer is closed
             for number in data:
                 if number not in SIGNALS:  # another handler's, written to the same fd
                     continue
@@ -54,18 +54,29 @@ def cancelled_by_signals(
                 received.append(number)
                 on_signal(signal.Signals(number), len(received))
 
-    listener = threading.Thread(target=listen, name="signal-listener", daemon=True)
-    listener.start()
-    previous = {sig: signal.signal(sig, _heard_by_the_listener) for sig in SIGNALS}
-    old_fd = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    reader, writer = socket.socketpair()
+    listener = threading.Thread(target=listen, args=(reader,), name="signal-listener")
+    listener.daemon = True
     try:
-        yield received
+        writer.setblocking(False)  # set_wakeup_fd's rule: the handler never blocks on it
+        listener.start()
+        # The descriptor first, the handlers after, and back in the reverse order: a
+        # signal between the two steps meets the previous handler (the default: it still
+        # interrupts or ends the process), never a do-nothing handler with no byte written.
+        old_fd = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+        try:
+            previous = {sig: signal.signal(sig, _heard_by_the_listener) for sig in SIGNALS}
+            try:
+                yield received
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+        finally:
+            signal.set_wakeup_fd(old_fd)
     finally:
-        signal.set_wakeup_fd(old_fd)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         writer.close()
-        listener.join(LISTENER_JOIN_S)
+        if listener.is_alive():
+            listener.join(LISTENER_JOIN_S)
         reader.close()
 
 
