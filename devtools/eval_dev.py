@@ -34,6 +34,7 @@ import re
 import shlex
 import statistics
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +53,13 @@ REALREPOS_TASKS = 8
 """Development tasks per arm: about 40-60 minutes an arm here."""
 STAGES = ("humanevalfix", "realrepos")
 SET_BY_THIS_TOOL = frozenset(
-    {"--suite", "--tasks", "--results-dir", "--resume", "--dataset", "--provider", "--jobs"}
-)
-"""``eval`` flags the tool chooses itself: a variant may not give them."""
+    {
+        "suite", "tasks", "results_dir", "resume", "dataset", "provider", "jobs",
+        "repeats", "ray", "retry_lost", "strategy", "no_fix", "plans", "json",
+    }
+)  # fmt: skip
+"""What the tool chooses itself (``eval``'s argument names): a variant may not set them
+(``--repeats`` or ``--ray`` would make the arms incomparable or unresumable)."""
 
 
 def variant_folder(flags: list[str]) -> str:
@@ -75,38 +80,67 @@ def even_subset(task_ids: list[str], size: int, seed: int = SUBSET_SEED) -> list
     return sorted(chosen, key=number)
 
 
-def spread(task_ids: list[str], size: int) -> list[str]:
-    """``size`` of ``task_ids`` evenly spaced over them (every project of a task file
-    ordered by project has some), in their order."""
-    if size >= len(task_ids):
-        return list(task_ids)
-    return [task_ids[(i * len(task_ids)) // size] for i in range(size)]
+def round_robin(tasks: list[tuple[str, str]], size: int) -> list[str]:
+    """``size`` task ids of ``(id, project)`` pairs, one project after another in the
+    order they first appear, each project's in file order: 8 of 8 projects is one each."""
+    queues: dict[str, list[str]] = {}
+    for task_id, project in tasks:
+        queues.setdefault(project, []).append(task_id)
+    chosen: list[str] = []
+    while len(chosen) < size and any(queues.values()):
+        for queue in queues.values():
+            if queue and len(chosen) < size:
+                chosen.append(queue.pop(0))
+    order = {task_id: n for n, (task_id, _) in enumerate(tasks)}
+    return sorted(chosen, key=order.__getitem__)
 
 
 def variant_flags(text: str) -> list[str]:
-    """``--variant``'s ``eval`` flags, checked now rather than after the base arm's hour.
+    """``--variant``'s ``eval`` flags, names and values checked now rather than after the
+    base arm's hour.
 
     Raises:
-        UsageError: empty, not ``eval`` flags, or a flag this tool sets itself.
+        UsageError: empty, not ``eval`` flags (each given whole: ``eval`` would take
+            ``--tas`` for ``--tasks``), a flag this tool sets itself, or a value out of
+            its range.
     """
+    from pydantic import ValidationError
+
     from sandbox_agent.commands import eval as eval_command
+    from sandbox_agent.commands.strategy import repair_options_from
 
     flags = shlex.split(text)
     if not flags:
         raise UsageError(
             "--variant is empty: give the eval flags of the change, e.g. '--redraws 2'"
         )
-    taken = sorted(f.split("=", 1)[0] for f in flags if f.split("=", 1)[0] in SET_BY_THIS_TOOL)
-    if taken:
-        raise UsageError(f"--variant may not set {', '.join(taken)}: eval-dev chooses them")
-    parser = argparse.ArgumentParser(prog="eval", add_help=False, exit_on_error=False)
+    parser = argparse.ArgumentParser(
+        prog="eval", add_help=False, exit_on_error=False, allow_abbrev=False
+    )
     eval_command.add_arguments(parser)
     try:
-        _, unknown = parser.parse_known_args(flags)
+        given, unknown = parser.parse_known_args(flags)
     except argparse.ArgumentError as error:
         raise UsageError(f"--variant {text!r}: {error}") from None
     if unknown:
-        raise UsageError(f"--variant {text!r}: not eval flags: {' '.join(unknown)}")
+        raise UsageError(
+            f"--variant {text!r}: not eval flags (give each flag whole): {' '.join(unknown)}"
+        )
+    named = {f.split("=", 1)[0] for f in flags if f.startswith("--")}
+    taken = sorted(
+        option
+        for action in parser._actions
+        if action.dest in SET_BY_THIS_TOOL
+        for option in action.option_strings
+        if option in named
+    )
+    if taken:
+        raise UsageError(f"--variant may not set {', '.join(taken)}: eval-dev chooses them")
+    try:
+        repair_options_from(given)
+    except ValidationError as error:
+        first = error.errors(include_url=False)[0]
+        raise UsageError(f"--variant {text!r}: {first['loc'][0]}: {first['msg']}") from None
     return flags
 
 
@@ -145,13 +179,13 @@ def _stage_argv(stage: str, args: argparse.Namespace) -> list[str]:
                 "--max-iterations", str(MAX_ITERATIONS_HUMANEVALFIX)]  # fmt: skip
     from sandbox_agent.evals.realrepos import taskfile
 
-    ids = [task.id for task in taskfile.load(DEV_TASKS).tasks]
+    tasks = [(task.id, task.project) for task in taskfile.load(DEV_TASKS).tasks]
     return ["--suite", "realrepos", "--dataset", str(DEV_TASKS),
-            "--tasks", ",".join(spread(ids, args.realrepos))]  # fmt: skip
+            "--tasks", ",".join(round_robin(tasks, args.realrepos))]  # fmt: skip
 
 
 def _arm_summary(folder: Path, stage: str) -> dict[str, Any] | None:
-    from devtools.eval_local_report import candidate_kinds, load_parts
+    from devtools.eval_local_report import candidate_kinds, commits_said, load_parts, read_code
 
     loaded = load_parts(folder, stage)
     if loaded is None:
@@ -162,13 +196,58 @@ def _arm_summary(folder: Path, stage: str) -> dict[str, Any] | None:
         "runs": len(runs),
         "complete": loaded.complete,
         "heldout_passed": sum(r.held_out.passed for r in runs),
-        "passed_tasks": sorted(f"{r.task_id}" for r in runs if r.held_out.passed),
+        "ran": {r.task_id for r in runs},
+        "passed_tasks": {r.task_id for r in runs if r.held_out.passed},
         "turns": sum(r.steps for r in runs),
         "output_tokens": sum(r.output_tokens for r in runs),
         "invalid_outputs": sum(r.invalid_outputs for r in runs),
         "median_wall_s": round(statistics.median(walls), 1) if walls else 0.0,
+        "statuses": ", ".join(
+            f"{status} {n}" for status, n in sorted(Counter(r.status for r in runs).items())
+        ),
         "candidates": candidate_kinds(runs),
+        "code": commits_said(read_code(folder / stage)),
     }
+
+
+def _row(arm: str, summary: dict[str, Any] | None) -> str:
+    if summary is None:
+        return f"| {arm} | not run |" + " |" * 8
+    kinds = summary["candidates"]
+    rounds = [
+        ", ".join(f"{k} {n}" for k, n in kinds[where].items() if n) or "-"
+        for where in ("first_round", "repair_rounds")
+    ]
+    partial = "" if summary["complete"] else " (partial)"
+    return (
+        f"| {arm} | {summary['runs']}{partial} | {summary['heldout_passed']} | "
+        f"{summary['statuses']} | {summary['turns']} | {summary['output_tokens']} | "
+        f"{summary['invalid_outputs']} | {summary['median_wall_s']} | "
+        f"{rounds[0]} | {rounds[1]} |"
+    )
+
+
+def _difference(base: dict[str, Any], other: dict[str, Any]) -> list[str]:
+    """What the variant gained and lost, over the tasks both arms ran; and a warning
+    when the arms ran different code (a base arm kept from an earlier commit)."""
+    both = base["ran"] & other["ran"]
+    gained = sorted((other["passed_tasks"] - base["passed_tasks"]) & both)
+    lost = sorted((base["passed_tasks"] - other["passed_tasks"]) & both)
+    left = len(base["ran"] ^ other["ran"])
+    lines = [
+        "",
+        f"Over the {len(both)} tasks both arms ran: gained by the variant: "
+        f"{', '.join(gained) or 'none'}; lost: {', '.join(lost) or 'none'}."
+        + (f" {left} task(s) ran in one arm only: not compared." if left else ""),
+        "",
+        f"Code that ran: base {base['code']}; variant {other['code']}.",
+    ]
+    if base["code"] != other["code"]:
+        lines.append(
+            "**The arms ran different code**: the difference is not the variant's alone; "
+            "move the base folder aside and run again."
+        )
+    return lines
 
 
 def comparison(results: Path, variant: str) -> str:
@@ -187,32 +266,18 @@ def comparison(results: Path, variant: str) -> str:
         }
         if not any(arms.values()):
             continue
-        lines += ["", f"## {stage}", "", "| arm | runs | held-out passed | turns | "
+        lines += ["", f"## {stage}", "", "| arm | runs | held-out passed | statuses | turns | "
                   "output tokens | invalid | median wall s | first round | repair rounds |",
-                  "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
-        for arm, summary in arms.items():
-            if summary is None:
-                lines.append(f"| {arm} | not run | | | | | | | |")
-                continue
-            kinds = summary["candidates"]
-            rounds = [
-                ", ".join(f"{k} {n}" for k, n in kinds[where].items() if n) or "-"
-                for where in ("first_round", "repair_rounds")
-            ]
-            partial = "" if summary["complete"] else " (partial)"
-            lines.append(
-                f"| {arm} | {summary['runs']}{partial} | {summary['heldout_passed']} | "
-                f"{summary['turns']} | {summary['output_tokens']} | "
-                f"{summary['invalid_outputs']} | {summary['median_wall_s']} | "
-                f"{rounds[0]} | {rounds[1]} |"
-            )
+                  "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        lines += [_row(arm, summary) for arm, summary in arms.items()]
         base, other = arms["base"], arms["variant"]
         if base is not None and other is not None:
-            gained = sorted(set(other["passed_tasks"]) - set(base["passed_tasks"]))
-            lost = sorted(set(base["passed_tasks"]) - set(other["passed_tasks"]))
-            lines += ["", f"Gained by the variant: {', '.join(gained) or 'none'}. "
-                      f"Lost: {', '.join(lost) or 'none'}."]  # fmt: skip
+            lines += _difference(base, other)
     return "\n".join(lines) + "\n"
+
+
+STOPPED = (2, 130)
+"""``eval``'s exit codes that end eval-dev: a usage or set-up error, an interrupt."""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -225,14 +290,18 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{DEV_TASKS} is missing: make it with --write-dev-tasks (see --help)")
     common = ["eval", "--provider", "local", "--strategy", "repair", "--jobs", "1",
               "--max-wall-seconds", str(MAX_WALL_SECONDS), "--resume"]  # fmt: skip
+    name = variant_folder(variant)
     for stage in args.stages:
         chosen = _stage_argv(stage, args)
-        for arm, extra in (("base", []), (variant_folder(variant), variant)):
+        for arm, extra in (("base", []), (name, variant)):
             folder = results / arm / stage
             record_code(folder)
-            _eval([*common, *chosen, *extra, "--results-dir", str(folder)])
-        text = comparison(results, args.variant)
-        (results / f"comparison-{variant_folder(variant)}.md").write_text(text, encoding="utf-8")
+            code = _eval([*common, *chosen, *extra, "--results-dir", str(folder)])
+            text = comparison(results, args.variant)
+            (results / f"comparison-{name}.md").write_text(text, encoding="utf-8")
+            if code in STOPPED:
+                print(f"eval-dev: the {arm} arm's eval ended {code}; stopped", file=sys.stderr)
+                return code
     print(comparison(results, args.variant))
     return 0
 

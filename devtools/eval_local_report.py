@@ -361,7 +361,7 @@ def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
     return lines
 
 
-def _commits(code: list[dict[str, Any]]) -> str:
+def commits_said(code: list[dict[str, Any]]) -> str:
     """``abc123, def456 (with uncommitted changes)``: the versions that ran, each once."""
     said = [
         f"{v.get('commit') or 'unknown'}"
@@ -389,7 +389,7 @@ def _stage_section(
         "state": state, "code": code, "summary": summary, "candidates": kinds, "runs": rows,
     }  # fmt: skip
     title = f"## Agent: {name}" + ("" if stage.complete else f" ({state}, to be resumed)")
-    ran = f"Code that ran: {_commits(code)}."
+    ran = f"Code that ran: {commits_said(code)}."
     lines += [title, "", ran, "", "```", json.dumps(summary, indent=1), "```", ""]
     rounds = {w: kinds[w] for w in ("first_round", "repair_rounds")}
     if any(any(c.values()) for c in rounds.values()):
@@ -568,8 +568,9 @@ def write_local_report(
         f"best-of-N {in_runs['best_of_n_h']} h",
         f"- Speed (medians over every agent turn, from the server's own timings): "
         f"`{json.dumps(speed)}`",
-        f"- Code that ran the one-shot arms: greedy {_commits(read_code(results / 'oneshot'))}; "
-        f"best-of-N {_commits(read_code(results / 'bestof'))} (each agent stage says its own)",
+        "- Code that ran the one-shot arms: greedy "
+        f"{commits_said(read_code(results / 'oneshot'))}; best-of-N "
+        f"{commits_said(read_code(results / 'bestof'))} (each agent stage says its own)",
         "",
     ]
     if oneshot and bestof and stages["humanevalfix"]:

@@ -25,10 +25,14 @@ def test_the_development_rows_are_even_and_never_the_reported_ones() -> None:
     assert not set(even) & set(odd_subset(ids, 82))
 
 
-def test_tasks_are_spread_over_the_file() -> None:
-    ids = [f"t{n}" for n in range(25)]
-    assert eval_dev.spread(ids, 5) == ["t0", "t5", "t10", "t15", "t20"]
-    assert eval_dev.spread(ids, 40) == ids
+def test_tasks_are_taken_one_project_after_another() -> None:
+    tasks = [(f"{p}-{n}", p) for p in ("a", "b", "c") for n in range(3)]
+    assert eval_dev.round_robin(tasks, 4) == ["a-0", "a-1", "b-0", "c-0"]
+    assert eval_dev.round_robin(tasks, 40) == [t for t, _ in tasks]
+    dev = [(t.id, t.project) for t in taskfile.load(eval_dev.DEV_TASKS).tasks]
+    projects = {project for _, project in dev}
+    chosen = set(eval_dev.round_robin(dev, len(projects)))
+    assert {project for task, project in dev if task in chosen} == projects
 
 
 @pytest.mark.parametrize(
@@ -37,8 +41,13 @@ def test_tasks_are_spread_over_the_file() -> None:
         ("", "--variant is empty"),
         ("--redraws 2 --tasks a", "--variant may not set --tasks: eval-dev chooses them"),
         ("--results-dir=x", "may not set --results-dir"),
-        ("--no-such-flag 2", "not eval flags: --no-such-flag 2"),
+        ("--repeats 3", "may not set --repeats"),
+        ("--ray auto", "may not set --ray"),
+        ("--no-such-flag 2", "not eval flags \\(give each flag whole\\): --no-such-flag 2"),
+        ("--tas humanevalfix-1", "not eval flags \\(give each flag whole\\): --tas"),
         ("--redraws two", "invalid int value: 'two'"),
+        ("--redraws 9", "redraws: Input should be less than or equal to 8"),
+        ("--candidates 0", "candidates: Input should be greater than or equal to 1"),
     ],
 )
 def test_a_bad_variant_is_refused_before_any_run(variant: str, error: str) -> None:
@@ -68,19 +77,35 @@ def test_the_development_task_file_leaves_out_the_committed_functions(tmp_path: 
 def test_the_comparison_says_what_each_arm_passed_and_what_the_variant_changed(
     tmp_path: Path,
 ) -> None:
-    good, bad = _fake_runs(tmp_path, "good", "bad")
+    good, bad, ugly = _fake_runs(tmp_path, "good", "bad", "ugly")
     results = tmp_path / "results"
     identity = {"suite": "humanevalfix"}
-    _part(results / "base", "humanevalfix", [good, bad], identity)
+    _part(results / "base", "humanevalfix", [good, bad, ugly], identity)
     shown = eval_dev.comparison(results, "--redraws 2")
     assert "| variant | not run |" in shown
-    _part(results / "variant-redraws-2", "humanevalfix", [bad], identity)
+    _part(results / "variant-redraws-2", "humanevalfix", [bad, ugly], identity)
     shown = eval_dev.comparison(results, "--redraws 2")
     assert "Variant: `--redraws 2` (`variant-redraws-2/`)" in shown
-    assert "| base | 2 | 1 |" in shown
-    assert "| variant | 1 | 0 |" in shown
-    assert "Gained by the variant: none. Lost: task-good." in shown
+    assert "| base | 3 | 1 | FAILED 2, SUCCEEDED 1 |" in shown
+    assert "| variant | 2 | 0 | FAILED 2 |" in shown
+    # task-good ran in the base arm only: not "lost", left out
+    assert (
+        "Over the 2 tasks both arms ran: gained by the variant: none; lost: none. "
+        "1 task(s) ran in one arm only: not compared." in shown
+    )
     assert "## realrepos" not in shown  # a stage neither arm ran
+
+
+def test_arms_that_ran_different_code_are_said_to(tmp_path: Path) -> None:
+    good, bad = _fake_runs(tmp_path, "good", "bad")
+    results = tmp_path / "results"
+    for arm, commit in (("base", "aaa"), ("variant-redraws-2", "bbb")):
+        _part(results / arm, "humanevalfix", [good, bad], {"suite": "humanevalfix"})
+        code = [{"commit": commit, "dirty": False}]
+        (results / arm / "humanevalfix" / "code.json").write_text(json.dumps(code))
+    shown = eval_dev.comparison(results, "--redraws 2")
+    assert "Code that ran: base aaa; variant bbb." in shown
+    assert "**The arms ran different code**" in shown
 
 
 def test_a_bad_stage_or_count_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:

@@ -208,3 +208,13 @@ def test_realrepos_reads_the_task_file_dataset_names(tmp_path: Path) -> None:
 def test_the_fixtures_suite_refuses_a_dataset(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="the fixtures suite has none: drop --dataset"):
         build_cases("fixtures", SuiteOptions(dataset="rows.jsonl"), tmp_path)
+
+
+def test_verify_reads_no_dataset_for_a_suite_that_has_none() -> None:
+    """An older fixtures evaluation may have recorded a ``--dataset`` it never read."""
+    from sandbox_agent.evals.tasks.suites import suite_of_identity
+
+    suite, options = suite_of_identity({"suite": "fixtures", "dataset": "rows.jsonl"}, ["a"])
+    assert (suite, options.dataset) == ("fixtures", None)
+    suite, options = suite_of_identity({"suite": "realrepos", "dataset": "dev.json"}, ["a"])
+    assert (suite, options.dataset) == ("realrepos", "dev.json")

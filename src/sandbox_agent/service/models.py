@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from sandbox_agent.controller.models import (
+    MAX_REDRAWS,
     Budgets,
     BudgetUsed,
     CandidateRecord,
@@ -131,6 +132,9 @@ class RepairRequest(BaseModel):
     seed: int | None = Field(None, ge=0, le=2**31 - 1_000)
     focus: Focus | None = None
     """``rotate`` or ``off``, as ``run --focus``."""
+    redraws: int | None = Field(None, ge=0, le=MAX_REDRAWS)
+    """As ``run --redraws``: its cost is model turns, which the run's turn budget (at most
+    ``serve --max-run-iterations``) bounds; a slot still makes at most one test run."""
 
 
 class SubmitRequest(BaseModel):

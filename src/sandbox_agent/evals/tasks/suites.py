@@ -159,8 +159,11 @@ def suite_of_identity(identity: dict[str, Any], task_ids: list[str]) -> tuple[st
         value = identity.get(name)
         return Path(value) if isinstance(value, str) and value else None
 
+    suite = str(identity.get("suite"))
     dataset = identity.get("dataset")
-    return str(identity.get("suite")), SuiteOptions(
+    if suite not in DATASET_SUITES:
+        dataset = None  # an older fixtures evaluation may name one: it was never read
+    return suite, SuiteOptions(
         task_ids=task_ids,
         fix=identity.get("control") is not True,
         fixtures_dir=path("fixtures_dir"),
