@@ -59,6 +59,8 @@ class Stage(NamedTuple):
     runs: list[RunRecord]
     complete: bool
     identity: dict[str, Any] | None = None
+    folders: tuple[str, ...] = ()
+    """The results folders it was read from (several: a stage run in parts)."""
 
 
 def _load_stage(folder: Path) -> Stage | None:
@@ -129,7 +131,8 @@ def load_parts(results: Path, name: str, expected: Collection[str] | None = None
     every_part = len(counts) == 1 and {k for k, _ in cuts} == set(range(1, max(counts) + 1))
     covered = expected is not None and {task for task, _ in runs} >= set(expected)
     complete = all(stage.complete for _, stage in loaded) and (whole or every_part or covered)
-    return Stage([record for _, record in runs.values()], complete, want)
+    folders = tuple(folder.name for folder, _ in loaded)
+    return Stage([record for _, record in runs.values()], complete, want, folders)
 
 
 def _task_ids(name: str) -> list[str] | None:
@@ -390,6 +393,8 @@ def _stage_section(
     }  # fmt: skip
     title = f"## Agent: {name}" + ("" if stage.complete else f" ({state}, to be resumed)")
     ran = f"Code that ran: {commits_said(code)}."
+    if len(stage.folders) > 1:
+        ran += f" Run in parts: {', '.join(stage.folders)}."
     lines += [title, "", ran, "", "```", json.dumps(summary, indent=1), "```", ""]
     rounds = {w: kinds[w] for w in ("first_round", "repair_rounds")}
     if any(any(c.values()) for c in rounds.values()):

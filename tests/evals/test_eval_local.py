@@ -318,6 +318,7 @@ def test_parts_of_different_cuts_that_cover_every_task_once_are_complete(
     whole = load_parts(results, "realrepos", expected=every)
     assert whole is not None
     assert (len(whole.runs), whole.complete) == (3, True)
+    assert whole.folders == ("realrepos-part1of2", "realrepos-part3of4", "realrepos-part4of4")
     unknown = load_parts(results, "realrepos")  # without the task list: one cut only
     assert unknown is not None
     assert unknown.complete is False
