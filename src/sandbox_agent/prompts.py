@@ -36,8 +36,25 @@ The code to fix:
 {targets}
 You may edit: {editable}. You may not edit tests, test configuration or dependency files.
 
-Reply with the complete fixed {what}{only} in one ```python code block.
 """
+"""The first request's text; ``REPAIR_ASK`` follows it (``REPAIR_TRIED`` instead, in a
+later round under ``--feedback tried``: the text before is the same, so it is cached)."""
+
+REPAIR_ASK = "Reply with the complete fixed {what}{only} in one ```python code block.\n"
+
+REPAIR_TRIED = """These changes were tested already, and the tests still fail with each of them:
+{tried}
+With the first of them, the tests print:
+```text
+{failure}
+```
+Write a different fix: reply with the complete fixed {what}{only} in one ```python code block.
+"""
+"""A later round under ``--feedback tried``: the changes tested so far, most tests
+passing first, instead of the best one replayed as the model's own reply (which a small
+model wrote again, word for word, in 14 of 32 realrepos repair-round candidates)."""
+
+REPAIR_TRIED_ONE = "```diff\n{diff}```\n(the tests: {result})\n"
 
 REPAIR_FEEDBACK = """\
 With that code, the tests still fail:

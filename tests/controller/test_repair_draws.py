@@ -267,3 +267,37 @@ def test_every_request_carries_the_reply_cap(tmp_path: Path, asked: list[ModelRe
     repo_run = run(tmp, [ECHO_ALL], [FAILING, FAILING], candidates=1, rounds=0, cart=long_cart)
     assert repo_run.candidates
     assert [request.max_output_tokens for request in asked] == [2048]
+
+
+WRONG_INIT = (
+    "```python\ndef __init__(self, prices, discount=None):\n"
+    "    self.prices = list(prices)\n"
+    "    self.discount = discount if discount is not None else 0.25\n```"
+)
+
+
+@pytest.mark.parametrize("feedback", ["replay", "tried"])
+def test_a_later_round_replays_the_best_or_shows_every_change_tried(
+    tmp_path: Path, asked: list[ModelRequest], feedback: str
+) -> None:
+    failing_more = completed(exit_code=1, tests_run=1, failures=1, output=OUTPUT)
+    result = run(
+        tmp_path,
+        [WRONG_INIT, FIXED_INIT],
+        [FAILING, failing_more, PASSING],
+        candidates=1, rounds=1, round_candidates=1, focus="off", feedback=feedback,
+    )  # fmt: skip
+    assert result.status == "SUCCEEDED", result.reason
+    first, later = asked
+    if feedback == "replay":
+        assert [h.reply for h in later.history] == [WRONG_INIT]
+        assert later.task == first.task
+        return
+    assert later.history == []  # nothing replayed as the model's own words
+    # the first prompt's text, but for its last line: the server's cache keeps it
+    assert later.task.startswith(_before_last_line(first))
+    assert "These changes were tested already" in later.task
+    assert "-        self.discount = discount if discount is not None else 0.5\n" in later.task
+    assert "+        self.discount = discount if discount is not None else 0.25\n" in later.task
+    assert "(the tests: " in later.task
+    assert _last_line(later).startswith("Write a different fix: reply with the complete fixed")

@@ -134,7 +134,8 @@ def test_repair_options_reach_the_run_within_the_maxima(
     fake = FakeRunFunction()
     server = start_server(make_settings(max_run_candidates=3), fake)
     asked = {
-        "candidates": 2, "rounds": 0, "temperature": 0.5, "seed": 7, "focus": "off", "redraws": 2,
+        "candidates": 2, "rounds": 0, "temperature": 0.5, "seed": 7, "focus": "off",
+        "redraws": 2, "feedback": "tried",
     }  # fmt: skip
     run = _run(server, {**SUBMISSION, "strategy": "repair", "repair": asked})
     assert fake.calls[0].repair == RepairOptions(**asked)
@@ -185,6 +186,7 @@ def test_repair_options_for_the_tools_strategy_are_refused(
         {"strategy": "repair", "repair": {"focus": "sometimes"}},
         {"strategy": "repair", "repair": {"redraws": 9}},
         {"strategy": "repair", "repair": {"redraws": -1}},
+        {"strategy": "repair", "repair": {"feedback": "everything"}},
     ],
 )
 def test_nonsense_limits_are_invalid_bodies(server: LiveServer, body: dict[str, Any]) -> None:

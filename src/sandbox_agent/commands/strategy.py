@@ -7,6 +7,7 @@ import argparse
 from sandbox_agent.controller.models import (
     DEFAULT_CANDIDATE_TOKENS,
     DEFAULT_CANDIDATES,
+    DEFAULT_FEEDBACK,
     DEFAULT_FOCUS,
     DEFAULT_MODULE_CHECKS,
     DEFAULT_REDRAWS,
@@ -14,6 +15,7 @@ from sandbox_agent.controller.models import (
     DEFAULT_ROUNDS,
     DEFAULT_SEED,
     DEFAULT_TEMPERATURE,
+    FEEDBACKS,
     FOCUSES,
     STRATEGIES,
     RepairOptions,
@@ -93,6 +95,14 @@ def add_strategy_arguments(parser: argparse.ArgumentParser) -> None:
         f"the original's or an earlier candidate's code (default {DEFAULT_REDRAWS})",
     )
     group.add_argument(
+        "--feedback",
+        choices=FEEDBACKS,
+        default=DEFAULT_FEEDBACK,
+        help="repair: what a later round is shown: replay, the best failing candidate as the "
+        "model's own reply and its failure; tried, every change tested so far as a diff, "
+        f"asking for a different one (default {DEFAULT_FEEDBACK})",
+    )
+    group.add_argument(
         "--focus",
         choices=FOCUSES,
         default=DEFAULT_FOCUS,
@@ -125,5 +135,6 @@ def repair_options_from(args: argparse.Namespace) -> RepairOptions:
         candidate_tokens=args.candidate_tokens,
         module_checks=args.module_checks,
         redraws=args.redraws,
+        feedback=args.feedback,
         focus=args.focus,
     )

@@ -93,6 +93,13 @@ DEFAULT_REDRAWS = 0
 """Draws more of a slot whose reply repeats tested code; 0 until measured against the
 same-day baseline (docs/DECISIONS.md, "A repeated candidate can be drawn again")."""
 MAX_REDRAWS = 8
+Feedback = Literal["replay", "tried"]
+FEEDBACKS: tuple[Feedback, ...] = ("replay", "tried")
+DEFAULT_FEEDBACK: Feedback = "replay"
+"""What a later round is shown: ``replay``, the best failing candidate as the model's own
+reply, then its failure; ``tried``, the changes tested so far as diffs, asking for a
+different one. ``replay`` until measured (docs/DECISIONS.md, "A later round can show
+what was tried")."""
 Focus = Literal["rotate", "off"]
 FOCUSES: tuple[Focus, ...] = ("rotate", "off")
 DEFAULT_FOCUS: Focus = "off"
@@ -129,6 +136,9 @@ class RepairOptions(BaseModel):
     """A slot whose reply wrote the original's or an earlier candidate's code is asked
     again, sampled, up to this many more times; each draw is a candidate and a model turn
     (``--redraws``)."""
+    feedback: Feedback = DEFAULT_FEEDBACK
+    """What a later round is shown (``--feedback``): its best failing candidate replayed,
+    or every change tested so far."""
     focus: Focus = DEFAULT_FOCUS
     """``rotate``: with several functions shown, the sampled first-round candidates ask
     for one each, in the order shown (``--focus``); ``off``: every candidate asks for all."""

@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Sequence
+
 from sandbox_agent import prompts
 from sandbox_agent.controller import records
 from sandbox_agent.errors import InfrastructureError, ToolDenied
 from sandbox_agent.repair.failures import failure_text, syntax_errors
 from sandbox_agent.repair.localise import Context, Site, localise_output
+from sandbox_agent.tools.testrun import TestRun
 from sandbox_agent.tools.toolbox import ToolBox
 
 FAILURE_CHARS = 2500
@@ -53,14 +57,57 @@ def repair_prompt(task: str, output: str, context: Context, focus: Site | None =
     functions to fix (with where they are), and what may be edited; the last line asks
     for the functions shown, or for ``focus`` alone (one of them: the text before that
     line is the same, so the server's prompt cache keeps it)."""
-    tests = "".join(prompts.fenced(f"{s.header()} (read-only)", s.source) for s in context.tests)
     asked = [s.qualname for s in ([focus] if focus is not None else context.targets)]
+    return _task_body(task, output, context) + prompts.REPAIR_ASK.format(
+        what=prompts.what_to_write(asked), only=prompts.only_changed(asked)
+    )
+
+
+def _task_body(task: str, output: str, context: Context) -> str:
+    tests = "".join(prompts.fenced(f"{s.header()} (read-only)", s.source) for s in context.tests)
     return prompts.REPAIR_TASK.format(
         task=task,
         failure=failure_text(output, FAILURE_CHARS),
         tests=f"\nThe failing test (read-only):\n{tests}" if tests else "",
         targets="".join(prompts.fenced(s.header(), s.source) for s in context.targets),
         editable=", ".join(dict.fromkeys(s.path for s in context.targets)),
+    )
+
+
+TRIED_SHOWN = 3
+"""Changes tested so far that a later round's prompt shows (``--feedback tried``)."""
+TRIED_DIFF_CHARS = 1500
+"""Of each change's diff, at most (a diff cut short says so)."""
+
+
+def tried_prompt(
+    task: str,
+    output: str,
+    context: Context,
+    original: dict[str, str],
+    tried: Sequence[tuple[dict[str, str], TestRun]],
+) -> str:
+    """A later round's text under ``--feedback tried``: the first request's, its last line
+    replaced by the changes tested so far (``tried``: files' texts and their run, best
+    first; each a unified diff against ``original``, at most ``TRIED_SHOWN``), the first
+    one's failure, and the ask for a different fix."""
+    shown = []
+    for texts, run in tried[:TRIED_SHOWN]:
+        diff = "".join(
+            _diff(original[path], text, path)
+            for path, text in texts.items()
+            if text != original.get(path)
+        )
+        if len(diff) > TRIED_DIFF_CHARS:
+            diff = diff[:TRIED_DIFF_CHARS] + "\n... (diff cut short)"
+        if not diff.endswith("\n"):
+            diff += "\n"
+        shown.append(prompts.REPAIR_TRIED_ONE.format(diff=diff, result=run.reason))
+    asked = [s.qualname for s in context.targets]
+    best_output = tried[0][1].sandbox.output.decode("utf-8", errors="replace") if tried else ""
+    return _task_body(task, output, context) + prompts.REPAIR_TRIED.format(
+        tried="".join(shown),
+        failure=failure_text(best_output, FAILURE_CHARS),
         what=prompts.what_to_write(asked),
         only=prompts.only_changed(asked),
     )
@@ -96,3 +143,11 @@ def nothing_to_repair(context: Context) -> str:
         f"the repair strategy found no function to repair from the failing tests ({why}); "
         "try --strategy tools"
     )
+
+
+def _diff(before: str, after: str, path: str) -> str:
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path}",
+        f"b/{path}", n=2,
+    )  # fmt: skip
+    return "".join(lines)

@@ -35,6 +35,7 @@ from sandbox_agent.controller.repair_context import (
     read_text,
     repair_prompt,
     spectrum_hint,
+    tried_prompt,
 )
 from sandbox_agent.controller.steps import Steps, Strategy
 from sandbox_agent.providers.base import Exchange, ModelReply, ModelRequest, Sampling
@@ -187,9 +188,10 @@ class _Repair:
         for round_ in range(options.rounds + 1):
             count = options.candidates if round_ == 0 else options.round_candidates
             if round_ > 0:
-                history = self._feedback(what, only)
-                if not history:
+                fed = self._feedback(what, only, output, context)
+                if fed is None:
                     break
+                task, history = fed
             for slot, draw in self._draws(count):
                 asked_so_far = len(self.search.candidates)
                 sampling = draws.sampling(
@@ -320,27 +322,30 @@ class _Repair:
             search.current.update(texts)
         return outcome
 
-    def _feedback(self, what: str, only: str) -> list[Exchange]:
-        """The next round's history: the best failing candidate and its failure, else the
-        last unusable reply and why; empty when there is neither."""
+    def _feedback(
+        self, what: str, only: str, output: str, context: Context
+    ) -> tuple[str, list[Exchange]] | None:
+        """A later round's prompt and history: the best failing candidate replayed with its
+        failure (``--feedback tried``: the first prompt with every change tested so far
+        instead, best first), else the last unusable reply and why; None for neither."""
         search = self.search
         assert search is not None  # noqa: S101
+        task = repair_prompt(self.config.task, output, context)
         if search.tried:
-            best = max(search.tried, key=lambda tried: tried.score)
-            output = best.run.sandbox.output.decode("utf-8", errors="replace")
-            feedback = prompts.REPAIR_FEEDBACK.format(
-                failure=failure_text(output, FAILURE_CHARS), what=what, only=only
-            )
-            return [Exchange(reply=best.reply, observation=feedback)]
+            ranked = sorted(search.tried, key=lambda tried: tried.score, reverse=True)
+            if self.options.feedback == "tried":
+                shown = [(tried.texts, tried.run) for tried in ranked]
+                return tried_prompt(self.config.task, output, context, search.original, shown), []
+            best = ranked[0]
+            printed = best.run.sandbox.output.decode("utf-8", errors="replace")
+            failure = failure_text(printed, FAILURE_CHARS)
+            feedback = prompts.REPAIR_FEEDBACK.format(failure=failure, what=what, only=only)
+            return task, [Exchange(reply=best.reply, observation=feedback)]
         if search.last_refusal is not None:
             reply, why = search.last_refusal
-            return [
-                Exchange(
-                    reply=reply,
-                    observation=prompts.REPAIR_REFUSED.format(why=why, what=what, only=only),
-                )
-            ]
-        return []
+            refused = prompts.REPAIR_REFUSED.format(why=why, what=what, only=only)
+            return task, [Exchange(reply=reply, observation=refused)]
+        return None
 
     def _settle(self, stop: LoopStop) -> LoopStop:
         """Leave the best tree seen: a failing candidate that passes more tests than the

@@ -34,7 +34,7 @@ REPAIR_MAXIMA: dict[str, str] = {
     "candidate_tokens": "max_run_candidate_tokens",
 }
 """Each repair option that costs model calls or sandboxes, and the setting that bounds it
-(``temperature``, ``seed`` and ``focus`` cost nothing: their own range bounds them;
+(``temperature``, ``seed``, ``focus`` and ``feedback`` cost nothing: their own range bounds them;
 ``redraws`` costs model turns, which ``max_run_iterations`` bounds, and no test run
 more: a slot is tested once at most)."""
 
@@ -99,7 +99,7 @@ def admit(request: SubmitRequest, settings: ServiceSettings) -> Admitted:
     if strategy == "repair":
         chosen = _within(request.repair, RepairOptions, REPAIR_MAXIMA, "repair", settings)
         if request.repair is not None:
-            for name in ("temperature", "seed", "focus", "redraws"):
+            for name in ("temperature", "seed", "focus", "feedback", "redraws"):
                 value = getattr(request.repair, name)
                 if value is not None:
                     chosen[name] = value

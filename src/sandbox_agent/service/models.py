@@ -18,6 +18,7 @@ from sandbox_agent.controller.models import (
     Budgets,
     BudgetUsed,
     CandidateRecord,
+    Feedback,
     FinalTests,
     FixtureIntegrity,
     Focus,
@@ -132,6 +133,8 @@ class RepairRequest(BaseModel):
     seed: int | None = Field(None, ge=0, le=2**31 - 1_000)
     focus: Focus | None = None
     """``rotate`` or ``off``, as ``run --focus``."""
+    feedback: Feedback | None = None
+    """``replay`` or ``tried``, as ``run --feedback``."""
     redraws: int | None = Field(None, ge=0, le=MAX_REDRAWS)
     """As ``run --redraws``: its cost is model turns, which the run's turn budget (at most
     ``serve --max-run-iterations``) bounds; a slot still makes at most one test run."""
