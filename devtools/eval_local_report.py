@@ -530,7 +530,7 @@ def write_local_report(
     planned = {
         "humanevalfix": len(subset),
         "fixtures": budgets.get("repeats", 1) * fixture_tasks,
-        "realrepos": 39,
+        "realrepos": len(_task_ids("realrepos") or []),
         "humanevalfix-tools": len(subset),
     }
     in_runs = {
