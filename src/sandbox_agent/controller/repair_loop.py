@@ -11,7 +11,9 @@ Reading order (every step a tool call in the trace, every candidate a verified r
    shown in turn: ``repair_draws``); each spliced into the original module (``repair.splice``),
    applied with ``apply_patch`` (the policy holds) and tested in its own sandbox, made
    ahead while the model writes. The first to pass the visible tests ends the search.
-4. Rounds 1..R: from the best failing candidate and its concrete failure.
+4. Rounds 1..R: from the best failing candidate and its concrete failure (``--feedback
+   tried``: every change tested so far). A slot whose reply repeats tested code is asked
+   again up to ``--redraws`` times.
 5. Nothing passed: the best tree seen stays (more tests passing than the original's),
    else the original. The controller's final run decides the status, never this loop.
 """
