@@ -236,7 +236,8 @@ def _difference(base: dict[str, Any], other: dict[str, Any]) -> list[str]:
     left = len(base["ran"] ^ other["ran"])
     lines = [
         "",
-        f"Over the {len(both)} tasks both arms ran: gained by the variant: "
+        f"Over the {len(both)} task{'' if len(both) == 1 else 's'} both arms ran: "
+        "gained by the variant: "
         f"{', '.join(gained) or 'none'}; lost: {', '.join(lost) or 'none'}."
         + (f" {left} task(s) ran in one arm only: not compared." if left else ""),
         "",
