@@ -8,14 +8,15 @@ The development split is what changes meant to raise success are tried on, never
 is reported (docs/EVALS.md): HumanEvalFix's **even-numbered** rows (N of them, drawn
 with a fixed seed), and realrepos' development tasks (``evals/realrepos/dev-tasks.json``:
 the builder's seed 18, less every task that shares a function with the committed 39;
-M of them, spread over the file). Two arms run on the same tasks with the same seeds:
+M of them, one project after another). Two arms run on the same tasks with the same seeds:
 ``base``, the repair strategy as it is, and ``variant``, the same with ``--variant``'s
 ``eval`` flags added. Each stage runs base, then variant, each resumable (``eval
 --resume``) into ``DIR/base/<stage>/`` and ``DIR/variant-<flags>/<stage>/`` (several
 variants share one base), with the code that ran recorded (``code.json``). Then the
-comparison (``DIR/comparison-variant-<flags>.md``, also printed): per stage and arm, held-out
-passes, what became of the candidates, turns, generated tokens and median wall time;
-and the tasks the variant gained and lost. A difference of a task or two is within the
+comparison (``DIR/comparison-variant-<flags>.md``, also printed): per stage and arm,
+held-out passes, statuses, what became of the candidates, turns, generated tokens and
+median wall time; the tasks the variant gained and lost over those both arms ran; and
+the code each arm ran. A difference of a task or two is within the
 noise of a few dozen: say so when reporting it.
 
 ``--write-dev-tasks BUILT`` makes ``evals/realrepos/dev-tasks.json`` from a task file
