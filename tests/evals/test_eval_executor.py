@@ -694,3 +694,34 @@ def test_r5_a_copy_is_judged_by_its_own_run_folders_each_of_its_own_run(
     second.rename(first)
     first.with_name("swap").rename(second)
     assert "holds another run" in failed_checks(sealed_eval)["runs"]
+
+
+def test_ctrl_c_taken_by_a_worker_thread_still_stops_the_eval(held_out: Path) -> None:
+    """A signal goes to any thread of the process; one a worker takes does not wake a main
+    thread blocked waiting for runs, so the main thread waits in short steps (the
+    ``run`` command's listener answers the same problem there)."""
+    import signal
+    import threading
+
+    started = threading.Event()
+    cancelled: list[bool] = []
+
+    def waiting_run_task(config: RunConfig, **kwargs: object) -> RunResult:
+        cancel = kwargs["cancel"]
+        assert isinstance(cancel, CancelToken)
+        started.set()
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # to this worker
+        cancelled.append(cancel.wait(10.0))
+        return fake_run_task(config, cancel=CancelToken())
+
+    began = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        run_all(
+            [case("good", held_out)],
+            EvalOptions(),
+            backend_factory=FakeBackend,
+            run_task=waiting_run_task,
+        )
+    assert started.is_set()
+    assert time.monotonic() - began < 5.0, "the main thread waited for the run to end"
+    assert cancelled == [True], "the run in flight was not cancelled"

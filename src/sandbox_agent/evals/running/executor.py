@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from sandbox_agent.evals.results.journal import Journal
 from sandbox_agent.evals.results.records import RunRecord
@@ -19,6 +19,9 @@ from sandbox_agent.evals.running.options import BackendFactory, EvalOptions, Run
 from sandbox_agent.evals.running.progress import ProgressBar
 from sandbox_agent.evals.tasks.cases import EvalCase
 from sandbox_agent.sandbox.base import CancelToken, SandboxBackend
+
+SIGNAL_POLL_S = 0.2
+"""How often the main thread, waiting for runs, wakes to let a Ctrl-C through."""
 
 
 def _kept(
@@ -101,13 +104,18 @@ def run_all(
             for index, repeat in work
             if (index, repeat) not in records
         }
-        for future in as_completed(futures):
-            record = future.result()
-            records[futures[future]] = record
-            if journal is not None:
-                journal.append(cases[futures[future][0]], record)
-            if progress is not None:
-                progress.advance(record.passed)
+        pending = set(futures)
+        while pending:
+            # In short steps: a Ctrl-C that a worker thread takes sets Python's flag but
+            # does not wake a main thread blocked without a time-out.
+            done, pending = wait(pending, timeout=SIGNAL_POLL_S, return_when=FIRST_COMPLETED)
+            for future in sorted(done, key=futures.__getitem__):
+                record = future.result()
+                records[futures[future]] = record
+                if journal is not None:
+                    journal.append(cases[futures[future][0]], record)
+                if progress is not None:
+                    progress.advance(record.passed)
     except BaseException:
         with backends_lock:
             stopping.set()
