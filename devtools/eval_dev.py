@@ -48,10 +48,10 @@ DEV_TASKS = PROJECT_ROOT / "evals" / "realrepos" / "dev-tasks.json"
 DEV_PREFIX = "realrepos-dev-"
 RESULTS_DIR = PROJECT_ROOT / "results" / "eval-dev"
 HUMANEVALFIX_ROWS = 30
-"""Even rows per arm: about 15 minutes an arm here (the issue's own development
+"""Even rows per arm: about 15-25 minutes an arm here (the issue's own development
 measurement used 30)."""
 REALREPOS_TASKS = 8
-"""Development tasks per arm: about 40-60 minutes an arm here."""
+"""Development tasks per arm, one per project: about 50-100 minutes an arm here."""
 STAGES = ("humanevalfix", "realrepos")
 SET_BY_THIS_TOOL = frozenset(
     {
