@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import re
 import shlex
 import statistics
@@ -39,7 +38,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from devtools.eval_local import MAX_ITERATIONS_HUMANEVALFIX, MAX_WALL_SECONDS, SUBSET_SEED
+from devtools.eval_local import (
+    MAX_ITERATIONS_HUMANEVALFIX,
+    MAX_WALL_SECONDS,
+    SUBSET_SEED,
+    parity_subset,
+)
 from sandbox_agent.errors import UsageError
 from sandbox_agent.evals.tasks import humanevalfix
 from sandbox_agent.settings import PROJECT_ROOT
@@ -72,13 +76,7 @@ def variant_folder(flags: list[str]) -> str:
 
 def even_subset(task_ids: list[str], size: int, seed: int = SUBSET_SEED) -> list[str]:
     """``size`` even-numbered HumanEvalFix ids, drawn with ``seed``, in numeric order."""
-
-    def number(task_id: str) -> int:
-        return int(task_id.rsplit("-", 1)[1])
-
-    even = sorted((t for t in task_ids if number(t) % 2 == 0), key=number)
-    chosen = random.Random(seed).sample(even, min(size, len(even)))  # noqa: S311 - seeded
-    return sorted(chosen, key=number)
+    return parity_subset(task_ids, size, 0, seed)
 
 
 def round_robin(tasks: list[tuple[str, str]], size: int) -> list[str]:

@@ -67,12 +67,18 @@ def odd_rows(task_ids: list[str]) -> list[str]:
 
 def odd_subset(task_ids: list[str], size: int, seed: int = SUBSET_SEED) -> list[str]:
     """``size`` odd-numbered HumanEvalFix ids, drawn with ``seed``, in numeric order."""
+    return parity_subset(task_ids, size, 1, seed)
+
+
+def parity_subset(task_ids: list[str], size: int, parity: int, seed: int) -> list[str]:
+    """``size`` HumanEvalFix ids whose row number % 2 is ``parity`` (1: the reported
+    split; 0: the development split), drawn with ``seed``, in numeric order."""
 
     def number(task_id: str) -> int:
         return int(task_id.rsplit("-", 1)[1])
 
-    odd = sorted((task_id for task_id in task_ids if number(task_id) % 2 == 1), key=number)
-    chosen = random.Random(seed).sample(odd, min(size, len(odd)))  # noqa: S311 - a seeded draw
+    rows = sorted((t for t in task_ids if number(t) % 2 == parity), key=number)
+    chosen = random.Random(seed).sample(rows, min(size, len(rows)))  # noqa: S311 - seeded
     return sorted(chosen, key=number)
 
 
