@@ -9,6 +9,7 @@ Every string from a run goes through the eval report's escaping (``report._text`
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import re
 import statistics
@@ -285,13 +286,22 @@ def _server() -> dict[str, Any]:
     }
 
 
-def _trace_events(record: RunRecord) -> list[dict[str, Any]] | None:
+def _trace_events(record: RunRecord) -> tuple[dict[str, Any], ...] | None:
     """The events of a run's trace; None when its trace is not on this machine (a stage
-    carried from another by its ``report.json``)."""
+    carried from another by its ``report.json``). Read once per version of the file:
+    the speed and the candidate counts both walk every trace."""
     path = Path(record.trace_path)
     if not path.is_file():
         return None
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    stat = path.stat()
+    return _read_trace(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _read_trace(path: str, mtime_ns: int, size: int) -> tuple[dict[str, Any], ...]:
+    del mtime_ns, size  # the cache's key: a trace rewritten since is read again
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    return tuple(json.loads(line) for line in lines)
 
 
 def _speed(records: list[RunRecord]) -> dict[str, Any]:

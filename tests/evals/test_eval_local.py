@@ -403,3 +403,22 @@ def test_the_code_that_ran_a_stage_is_recorded_once_per_version(tmp_path: Path) 
     assert read_code(tmp_path / "x") == [older, now]
     (tmp_path / "x" / CODE_FILE).write_text("{not json")
     assert read_code(tmp_path / "x") == []
+
+
+def test_a_trace_is_read_once_and_again_when_rewritten(tmp_path: Path) -> None:
+    """The report's speed and candidate counts both walk every trace: one read serves
+    both, and a trace written again since (a resumed run) is read again."""
+    from types import SimpleNamespace
+    from typing import cast
+
+    from devtools.eval_local_report import _trace_events
+
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text('{"event": "a"}\n', encoding="utf-8")
+    record = cast(RunRecord, SimpleNamespace(trace_path=str(trace)))
+    first = _trace_events(record)
+    assert first == ({"event": "a"},)
+    assert _trace_events(record) is first
+    trace.write_text('{"event": "a"}\n{"event": "b"}\n', encoding="utf-8")
+    assert _trace_events(record) == ({"event": "a"}, {"event": "b"})
+    assert _trace_events(cast(RunRecord, SimpleNamespace(trace_path=str(tmp_path / "x")))) is None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import statistics
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -18,7 +19,7 @@ def _seconds(stamp: str) -> float:
     return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
-def turn_rows(events: list[dict[str, Any]]) -> list[dict[str, float]]:
+def turn_rows(events: Sequence[dict[str, Any]]) -> list[dict[str, float]]:
     """One row per model turn that carried the server's timings."""
     rows = []
     for event in events:
@@ -44,7 +45,7 @@ def turn_rows(events: list[dict[str, Any]]) -> list[dict[str, float]]:
     return rows
 
 
-def sandbox_seconds(events: list[dict[str, Any]]) -> float:
+def sandbox_seconds(events: Sequence[dict[str, Any]]) -> float:
     """Time in the sandbox: ``run_tests`` calls and the final test run."""
     total = sum(
         float(e.get("duration_ms", 0.0) or 0) / 1000
