@@ -182,7 +182,7 @@ class _Repair:
         assert self.search is not None  # noqa: S101 - set by _run
         options = self.options
         targets = list(context.targets)
-        task = repair_prompt(self.config.task, output, context)
+        task = first = repair_prompt(self.config.task, output, context)
         cap = draws.reply_cap(options, targets)
         what = prompts.what_to_write(s.qualname for s in targets)
         only = prompts.only_changed(s.qualname for s in targets)
@@ -190,7 +190,7 @@ class _Repair:
         for round_ in range(options.rounds + 1):
             count = options.candidates if round_ == 0 else options.round_candidates
             if round_ > 0:
-                fed = self._feedback(what, only, output, context)
+                fed = self._feedback(first, what, only, output, context)
                 if fed is None:
                     break
                 task, history = fed
@@ -325,14 +325,14 @@ class _Repair:
         return outcome
 
     def _feedback(
-        self, what: str, only: str, output: str, context: Context
+        self, task: str, what: str, only: str, output: str, context: Context
     ) -> tuple[str, list[Exchange]] | None:
         """A later round's prompt and history: the best failing candidate replayed with its
         failure (``--feedback tried``: the first prompt with every change tested so far
-        instead, best first), else the last unusable reply and why; None for neither."""
+        instead, best first), else the last unusable reply and why; None for neither.
+        ``task`` is the first round's prompt, which the replay keeps (the server's cache)."""
         search = self.search
         assert search is not None  # noqa: S101
-        task = repair_prompt(self.config.task, output, context)
         if search.tried:
             ranked = sorted(search.tried, key=lambda tried: tried.score, reverse=True)
             if self.options.feedback == "tried":
