@@ -208,3 +208,48 @@ def test_a_class_header_with_type_parameters_lends_its_methods() -> None:
     with pytest.raises(Refused) as refused:
         splice(module, [site], "```python\nclass Box[T]:\n    def size(self) -> int\n```")
     assert refused.value.code == "syntax"
+
+
+def test_a_method_written_under_its_qualified_name_is_that_class_s_method() -> None:
+    # The prompt asks for "the complete fixed method `Box.size`" and a small model writes
+    # ``def Box.size(self):`` (the development split's idna tasks, 4 of 5 candidates):
+    # not Python, but what it means is plain; each such def goes to the class it names,
+    # even when another class has a method of the same name
+    module = (
+        "class Box:\n    def size(self) -> int:\n        return 0\n\n\n"
+        "class Bag:\n    def size(self) -> int:\n        return 0\n"
+    )
+    box = function_named("c.py", module, "Box.size")
+    bag = function_named("c.py", module, "Bag.size")
+    assert box is not None
+    assert bag is not None
+    reply = "```python\ndef Bag.size(self) -> int:\n    return 2\n```"
+    spliced = splice(module, [box, bag], reply)
+    assert "class Bag:\n    def size(self) -> int:\n        return 2\n" in spliced.text
+    assert "class Box:\n    def size(self) -> int:\n        return 0\n" in spliced.text
+    both = "```python\ndef Box.size(self):\n    return 1\n\ndef Bag.size(self):\n    return 2\n```"
+    spliced = splice(module, [box, bag], both)
+    assert "class Box:\n    def size(self):\n        return 1\n" in spliced.text
+    assert "class Bag:\n    def size(self):\n        return 2\n" in spliced.text
+    with pytest.raises(Refused) as refused:  # still Python 3.11's syntax otherwise
+        splice(module, [box], "```python\ndef Box.size(self)\n    return 1\n```")
+    assert refused.value.code == "syntax"
+
+
+def test_a_qualified_method_keeps_its_decorators_and_leaves_the_next_function_alone() -> None:
+    module = (
+        "class Box:\n    @property\n    def size(self):\n        return 0\n\n\n"
+        "def f():\n    return 0\n"
+    )
+    box = function_named("c.py", module, "Box.size")
+    f = function_named("c.py", module, "f")
+    assert box is not None
+    assert f is not None
+    reply = (
+        "```python\n@property\ndef Box.size(self):\n    # the fix\n    return 1\n\n"
+        "def f():\n    return 2\n```"
+    )
+    spliced = splice(module, [box, f], reply)
+    method = "    @property\n    def size(self):\n        # the fix\n        return 1\n"
+    assert method in spliced.text
+    assert "\ndef f():\n    return 2\n" in spliced.text

@@ -89,23 +89,56 @@ CLASS_TYPE_PARAMS = re.compile(
 which small models write and Python 3.11 does not parse."""
 
 
+QUALIFIED_DEF = re.compile(
+    r"\A(?P<kw>(?:async[ \t]+)?def[ \t]+)(?P<owner>[A-Za-z_][A-Za-z0-9_]*)\."
+    r"(?=[A-Za-z_][A-Za-z0-9_]*[ \t]*\()"
+)
+"""A method written under its qualified name at column 0 (``def Cart.total(self):``),
+as a small model writes the "method `Cart.total`" it is asked for: not Python, plain in
+what it means."""
+
+
 def parsed(code: str) -> tuple[str, ast.Module]:
-    """``code`` parsed; when it does not parse, the same with its class headers' type
-    parameters dropped (a method is taken from the class's body, never its header).
+    """``code`` parsed; when it does not parse, the same loosened: its class headers' type
+    parameters dropped (a method is taken from the class's body, never its header), then
+    its qualified ``def``s each put in a class of that name (``as_methods``).
 
     Raises:
-        SyntaxError: neither parses (the first error); UNPARSABLE's errors as they come.
+        SyntaxError: none parses (the first error); UNPARSABLE's errors as they come.
     """
     try:
         return code, ast.parse(code)
     except SyntaxError as first:
-        loose = CLASS_TYPE_PARAMS.sub(r"\g<head>", code)
-        if loose == code:
-            raise
-        try:
-            return loose, ast.parse(loose)
-        except SyntaxError:
-            raise first from None
+        typeless = CLASS_TYPE_PARAMS.sub(r"\g<head>", code)
+        for loose in dict.fromkeys([typeless, as_methods(typeless)]):
+            if loose == code:
+                continue
+            try:
+                return loose, ast.parse(loose)
+            except SyntaxError:
+                continue
+        raise first from None
+
+
+def as_methods(code: str) -> str:
+    """``code`` with each ``def Owner.name(`` at column 0 (``QUALIFIED_DEF``) written as
+    ``def name(`` in a ``class Owner:`` of its own, with its decorators and body."""
+    out: list[str] = []
+    inside = False
+    for line in code.splitlines(keepends=True):
+        if found := QUALIFIED_DEF.match(line):
+            decorators: list[str] = []
+            while out and out[-1].startswith("@"):
+                decorators.insert(0, out.pop())
+            out += [f"class {found['owner']}:\n", *("    " + d for d in decorators)]
+            out.append("    " + found["kw"] + line[found.end() :])
+            inside = True
+        elif inside and (not line.strip() or line[0] in " \t#"):
+            out.append("    " + line if line.strip() else line)
+        else:
+            inside = False
+            out.append(line)
+    return "".join(out)
 
 
 def indent_of(line: str) -> str:
