@@ -250,6 +250,8 @@ def test_a_qualified_method_keeps_its_decorators_and_leaves_the_next_function_al
         "def f():\n    return 2\n```"
     )
     spliced = splice(module, [box, f], reply)
+    wrapped = "```python\ndef Box.size(\n    self,\n) -> int:\n    return 4\n```"
+    assert "        return 4\n" in splice(module, [box], wrapped).text
     method = "    @property\n    def size(self):\n        # the fix\n        return 1\n"
     assert method in spliced.text
     assert "\ndef f():\n    return 2\n" in spliced.text

@@ -133,7 +133,7 @@ def as_methods(code: str) -> str:
             out += [f"class {found['owner']}:\n", *("    " + d for d in decorators)]
             out.append("    " + found["kw"] + line[found.end() :])
             inside = True
-        elif inside and (not line.strip() or line[0] in " \t#"):
+        elif inside and (not line.strip() or line[0] in " \t#)"):  # ``) -> int:`` too
             out.append("    " + line if line.strip() else line)
         else:
             inside = False
