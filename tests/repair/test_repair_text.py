@@ -6,7 +6,7 @@ import pytest
 
 from sandbox_agent.repair.edits import edit_for
 from sandbox_agent.repair.failures import Frame, failure_text, frames
-from sandbox_agent.repair.localise import function_at, function_named, localise
+from sandbox_agent.repair.localise import Site, function_at, function_named, localise
 from sandbox_agent.repair.splice import Refused, splice
 
 UNITTEST_OUTPUT = """\
@@ -134,6 +134,13 @@ def test_function_at_knows_methods_and_decorators() -> None:
     assert (site.qualname, site.start, site.end) == ("A.f", 2, 4)
 
 
+def _sites(path: str, module: str, *qualnames: str) -> list[Site]:
+    """The functions of ``module`` named, each found (a test's targets by name)."""
+    found = [function_named(path, module, name) for name in qualnames]
+    assert None not in found, qualnames
+    return [site for site in found if site is not None]
+
+
 def _targets():  # type: ignore[no-untyped-def]
     read, protected = _repo({"solution.py": SOLUTION, "test_examples.py": TESTS})
     return list(localise(frames(UNITTEST_OUTPUT), read, protected).targets)
@@ -154,10 +161,8 @@ def test_splice_replaces_the_function_by_name_and_adds_what_it_needs() -> None:
 
 
 def test_a_method_is_reindented() -> None:
-
-    site = function_named("solution.py", SOLUTION, "Box.size")
-    assert site is not None
-    spliced = splice(SOLUTION, [site], "```python\ndef size(self):\n    return 3\n```")
+    site = _sites("solution.py", SOLUTION, "Box.size")
+    spliced = splice(SOLUTION, site, "```python\ndef size(self):\n    return 3\n```")
     assert "    def size(self):\n        return 3\n" in spliced.text
 
 
@@ -200,13 +205,12 @@ def test_a_class_header_with_type_parameters_lends_its_methods() -> None:
         "from typing import Generic, TypeVar\n\nT = TypeVar('T')\n\n\n"
         "class Box(Generic[T]):\n    def size(self) -> int:\n        return 0\n"
     )
-    site = function_named("box.py", module, "Box.size")
-    assert site is not None
+    site = _sites("box.py", module, "Box.size")
     reply = "```python\nclass Box[T]:\n    def size(self) -> int:\n        return 1\n```"
-    spliced = splice(module, [site], reply)
+    spliced = splice(module, site, reply)
     assert "class Box(Generic[T]):\n    def size(self) -> int:\n        return 1\n" in spliced.text
     with pytest.raises(Refused) as refused:
-        splice(module, [site], "```python\nclass Box[T]:\n    def size(self) -> int\n```")
+        splice(module, site, "```python\nclass Box[T]:\n    def size(self) -> int\n```")
     assert refused.value.code == "syntax"
 
 
@@ -219,10 +223,7 @@ def test_a_method_written_under_its_qualified_name_is_that_class_s_method() -> N
         "class Box:\n    def size(self) -> int:\n        return 0\n\n\n"
         "class Bag:\n    def size(self) -> int:\n        return 0\n"
     )
-    box = function_named("c.py", module, "Box.size")
-    bag = function_named("c.py", module, "Bag.size")
-    assert box is not None
-    assert bag is not None
+    box, bag = _sites("c.py", module, "Box.size", "Bag.size")
     reply = "```python\ndef Bag.size(self) -> int:\n    return 2\n```"
     spliced = splice(module, [box, bag], reply)
     assert "class Bag:\n    def size(self) -> int:\n        return 2\n" in spliced.text
@@ -241,10 +242,7 @@ def test_a_qualified_method_keeps_its_decorators_and_leaves_the_next_function_al
         "class Box:\n    @property\n    def size(self):\n        return 0\n\n\n"
         "def f():\n    return 0\n"
     )
-    box = function_named("c.py", module, "Box.size")
-    f = function_named("c.py", module, "f")
-    assert box is not None
-    assert f is not None
+    box, f = _sites("c.py", module, "Box.size", "f")
     reply = (
         "```python\n@property\ndef Box.size(self):\n    # the fix\n    return 1\n\n"
         "def f():\n    return 2\n```"
